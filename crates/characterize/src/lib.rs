@@ -1,0 +1,1 @@
+//! Machine characterisation: measures the Bandwidth Graph and latency matrix.

@@ -1,0 +1,16 @@
+//! One module per subcommand.
+
+pub mod attach;
+pub mod bench;
+pub mod characterize;
+pub mod compare;
+pub mod machines;
+pub mod plan;
+pub mod policies;
+pub mod record;
+pub mod report;
+pub mod roi;
+pub mod run;
+pub mod simulate;
+pub mod topology;
+pub mod workloads;

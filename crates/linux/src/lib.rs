@@ -1,0 +1,1 @@
+//! The Linux runtime: real sampling and real placement.

@@ -1,0 +1,100 @@
+//! `interleave` and `weighted-interleave`: pages spread over the allowed memory nodes at
+//! allocation, round-robin (MPOL_INTERLEAVE) or in proportion to per-node weights
+//! (MPOL_WEIGHTED_INTERLEAVE). Weights default to each node's share of the Bandwidth Graph:
+//! the mean uncontended GB/s from all CPU groups to the node, scaled to integers 1..=100
+//! (the kernel's weights are small integers). Without a Bandwidth Graph, weights are equal.
+
+use crate::params::{ParamDoc, Params};
+use crate::plan::{AllocPolicy, Plan, SamplingMode, SamplingRequest, StartPlan};
+use crate::snapshot::{Snapshot, StartContext};
+use crate::{Policy, PolicyError};
+use ptb_topology::{Machine, NodeIdx};
+use std::time::Duration;
+
+pub const PARAMS: &[ParamDoc] = &[ParamDoc {
+    key: "weights",
+    default: "from the Bandwidth Graph",
+    doc: "weighted-interleave only: explicit per-node weights as `node:weight,...` (dense node indices)",
+}];
+
+#[derive(Debug)]
+pub struct Interleave {
+    weighted: bool,
+    explicit: Option<Vec<(NodeIdx, u32)>>,
+}
+
+impl Interleave {
+    pub fn from_params(p: &Params, weighted: bool) -> Result<Self, PolicyError> {
+        let name = if weighted { "weighted-interleave" } else { "interleave" };
+        let s = p.section(name);
+        let mut explicit = None;
+        if weighted {
+            let text: String = s.get("weights", String::new())?;
+            if !text.is_empty() {
+                let mut v = Vec::new();
+                for item in text.split(',') {
+                    let parsed = item
+                        .split_once(':')
+                        .and_then(|(n, w)| Some((NodeIdx(n.trim().parse().ok()?), w.trim().parse::<u32>().ok()?)));
+                    match parsed {
+                        Some((n, w)) if w > 0 => v.push((n, w)),
+                        _ => {
+                            return Err(PolicyError::Param {
+                                origin: "parameters".into(),
+                                policy: name.into(),
+                                key: "weights".into(),
+                                reason: format!("`{item}` is not node:weight with weight >= 1"),
+                            })
+                        }
+                    }
+                }
+                explicit = Some(v);
+            }
+        }
+        s.finish()?;
+        Ok(Interleave { weighted, explicit })
+    }
+}
+
+/// Bandwidth-proportional weights for the given memory nodes (integers 1..=100).
+pub fn bandwidth_weights(m: &Machine, nodes: &[NodeIdx]) -> Vec<(NodeIdx, u32)> {
+    let raw: Vec<f64> = nodes
+        .iter()
+        .map(|&n| match &m.bandwidth {
+            Some(b) if !m.groups.is_empty() => {
+                m.groups.iter().map(|g| b.uncontended.get(g.idx.ix(), n.ix())).sum::<f64>() / m.groups.len() as f64
+            }
+            _ => 1.0,
+        })
+        .collect();
+    let max = raw.iter().cloned().fold(0.0, f64::max);
+    nodes
+        .iter()
+        .zip(raw)
+        .map(|(&n, r)| (n, if max > 0.0 { ((r / max) * 100.0).round().clamp(1.0, 100.0) as u32 } else { 1 }))
+        .collect()
+}
+
+impl Policy for Interleave {
+    fn name(&self) -> String {
+        if self.weighted { "weighted-interleave" } else { "interleave" }.into()
+    }
+    fn start(&mut self, ctx: &StartContext) -> StartPlan {
+        let nodes: Vec<NodeIdx> =
+            ctx.machine.memory_nodes().into_iter().filter(|n| ctx.allowed.contains_idx(*n)).collect();
+        let alloc = if !self.weighted {
+            AllocPolicy::Interleave(nodes)
+        } else if let Some(w) = &self.explicit {
+            AllocPolicy::Weighted(w.iter().filter(|(n, _)| nodes.contains(n)).copied().collect())
+        } else {
+            AllocPolicy::Weighted(bandwidth_weights(ctx.machine, &nodes))
+        };
+        StartPlan { alloc, threads: vec![] }
+    }
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1) }
+    }
+    fn decide(&mut self, _snap: &Snapshot) -> Plan {
+        Plan::default()
+    }
+}

@@ -1,0 +1,194 @@
+//! Plans: what a policy asks the driver to do, and the checks every plan passes before it is
+//! applied.
+
+use crate::snapshot::Snapshot;
+use ptb_profile::{AppId, PageKey, Tid};
+use ptb_topology::{CpuId, NodeIdx};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Where a thread should run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadTarget {
+    /// Any CPU of the node (affinity = the node's CPUs).
+    Node(NodeIdx),
+    /// Exactly this CPU.
+    Cpu(CpuId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadMove {
+    pub tid: Tid,
+    pub to: ThreadTarget,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMove {
+    pub page: PageKey,
+    pub to: NodeIdx,
+}
+
+/// What to do with a whole address range.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RangeOp {
+    /// Move every resident page of the range to one node.
+    MoveTo(NodeIdx),
+    /// Spread the range's pages round-robin over these nodes (and set MPOL_INTERLEAVE for
+    /// future faults).
+    Interleave(Vec<NodeIdx>),
+    /// Spread in proportion to the weights (MPOL_WEIGHTED_INTERLEAVE where supported).
+    Weighted(Vec<(NodeIdx, u32)>),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeAction {
+    pub app: AppId,
+    pub start_vpn: u64,
+    pub npages: u64,
+    pub op: RangeOp,
+}
+
+/// How new pages get their node (applies at first touch).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllocPolicy {
+    /// Node of the CPU that first touches the page (Linux default).
+    #[default]
+    FirstTouch,
+    /// Round-robin over these nodes.
+    Interleave(Vec<NodeIdx>),
+    /// Proportional to the weights.
+    Weighted(Vec<(NodeIdx, u32)>),
+}
+
+/// What samples a policy wants.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplingMode {
+    /// No samples (static policies).
+    None,
+    /// Hardware-style address sampling: one sample every `period` memory accesses.
+    Address { period: u64 },
+    /// NUMA hinting faults: every `scan_period`, `scan_bytes` of each application's address
+    /// space (continuing where the last scan stopped) is made to fault on its next access.
+    HintFaults { scan_bytes: u64, scan_period: Duration },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingRequest {
+    pub mode: SamplingMode,
+    /// Time between two `decide` calls.
+    pub cycle: Duration,
+}
+
+/// What to do at start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StartPlan {
+    pub alloc: AllocPolicy,
+    pub threads: Vec<ThreadMove>,
+}
+
+/// The decisions of one cycle.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub threads: Vec<ThreadMove>,
+    pub pages: Vec<PageMove>,
+    pub ranges: Vec<RangeAction>,
+    /// A new sampling request for the next cycles (e.g. autonuma's adaptive scan period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingRequest>,
+    /// Policy diagnostics for this cycle (e.g. `hash_collisions`, `placements_skipped`).
+    #[serde(default)]
+    pub stats: BTreeMap<String, f64>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty() && self.pages.is_empty() && self.ranges.is_empty()
+    }
+}
+
+/// Why a plan was refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum PlanError {
+    #[error("plan moves unknown thread {0}")]
+    UnknownThread(Tid),
+    #[error("plan puts thread {tid} on node {node}, which has no CPUs")]
+    CpulessNode { tid: Tid, node: u16 },
+    #[error("plan puts thread {tid} on CPU {cpu}, which this machine does not have")]
+    UnknownCpu { tid: Tid, cpu: u32 },
+    #[error("plan uses node {0}, which is outside the allowed node set")]
+    NodeNotAllowed(u16),
+    #[error("plan uses node {0}, which does not exist")]
+    UnknownNode(u16),
+    #[error("plan puts pages on node {0}, which has no memory")]
+    MemorylessNode(u16),
+    #[error("plan moves {bytes} bytes to node {node}, which has only {free} bytes free")]
+    NodeFull { node: u16, bytes: u64, free: u64 },
+}
+
+/// Check a plan against the snapshot it was made from. Nothing of a refused plan is applied.
+pub fn validate_plan(plan: &Plan, snap: &Snapshot) -> Result<(), PlanError> {
+    let m = snap.machine;
+    let node_ok = |n: NodeIdx| -> Result<(), PlanError> {
+        if n.ix() >= m.n_nodes() {
+            return Err(PlanError::UnknownNode(n.0));
+        }
+        if !snap.allowed.contains_idx(n) {
+            return Err(PlanError::NodeNotAllowed(n.0));
+        }
+        Ok(())
+    };
+    for t in &plan.threads {
+        if snap.thread(t.tid).is_none() {
+            return Err(PlanError::UnknownThread(t.tid));
+        }
+        match t.to {
+            ThreadTarget::Node(n) => {
+                node_ok(n)?;
+                if !m.node(n).has_cpus() {
+                    return Err(PlanError::CpulessNode { tid: t.tid, node: n.0 });
+                }
+            }
+            ThreadTarget::Cpu(c) => {
+                let n = m.node_of_cpu(c).ok_or(PlanError::UnknownCpu { tid: t.tid, cpu: c.0 })?;
+                node_ok(n)?;
+            }
+        }
+    }
+    let mut incoming: BTreeMap<NodeIdx, u64> = BTreeMap::new();
+    let mem_ok = |n: NodeIdx| -> Result<(), PlanError> {
+        node_ok(n)?;
+        if !m.node(n).has_memory() {
+            return Err(PlanError::MemorylessNode(n.0));
+        }
+        Ok(())
+    };
+    for p in &plan.pages {
+        mem_ok(p.to)?;
+        if snap.pages.get(p.page) != Some(p.to) {
+            *incoming.entry(p.to).or_default() += m.page_size;
+        }
+    }
+    for r in &plan.ranges {
+        match &r.op {
+            RangeOp::MoveTo(n) => {
+                mem_ok(*n)?;
+                *incoming.entry(*n).or_default() += r.npages * m.page_size;
+            }
+            RangeOp::Interleave(ns) => ns.iter().try_for_each(|n| mem_ok(*n))?,
+            RangeOp::Weighted(ws) => ws.iter().try_for_each(|(n, _)| mem_ok(*n))?,
+        }
+    }
+    for (n, bytes) in incoming {
+        let free = snap.free_bytes.get(n.ix()).copied().unwrap_or(0);
+        if bytes > free {
+            return Err(PlanError::NodeFull { node: n.0, bytes, free });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! What a policy sees: the machine, the threads and where they run, the samples of the cycle,
+//! and where the sampled pages live.
+
+use ptb_profile::{AppId, PageKey, Sample, Tid};
+use ptb_topology::{CpuId, CpuSet, GroupIdx, Machine, NodeIdx, NodeSet};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// One managed thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadState {
+    pub tid: Tid,
+    pub app: AppId,
+    /// CPU it last ran on.
+    pub cpu: CpuId,
+    /// Node of that CPU.
+    pub node: NodeIdx,
+    /// CPU group of that CPU.
+    pub group: GroupIdx,
+    /// Its current CPU affinity, if restricted.
+    pub affinity: Option<CpuSet>,
+}
+
+/// A contiguous range of an application's address space (a mapping on Linux, an object in the
+/// simulator), with how many of its pages are resident on each node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub app: AppId,
+    pub start_vpn: u64,
+    pub npages: u64,
+    pub name: String,
+    /// Resident pages per node (dense node index).
+    pub resident: Vec<u64>,
+}
+
+/// Where pages live: the node of every page sampled this cycle (and possibly more).
+#[derive(Clone, Debug, Default)]
+pub struct PageLocations {
+    map: HashMap<PageKey, NodeIdx>,
+}
+
+impl PageLocations {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn insert(&mut self, p: PageKey, n: NodeIdx) {
+        self.map.insert(p, n);
+    }
+    /// The node of page `p`, if known (None: not resident or not queried).
+    pub fn get(&self, p: PageKey) -> Option<NodeIdx> {
+        self.map.get(&p).copied()
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+impl FromIterator<(PageKey, NodeIdx)> for PageLocations {
+    fn from_iter<I: IntoIterator<Item = (PageKey, NodeIdx)>>(iter: I) -> Self {
+        PageLocations { map: iter.into_iter().collect() }
+    }
+}
+
+/// Everything a policy may look at when it decides.
+pub struct Snapshot<'a> {
+    pub machine: &'a Machine,
+    /// Dense indices of the nodes the policy may place threads and pages on (`--nodes`).
+    pub allowed: &'a NodeSet,
+    /// Time since management started.
+    pub now: Duration,
+    /// Length of the cycle whose samples are in `samples`.
+    pub cycle: Duration,
+    pub threads: &'a [ThreadState],
+    /// Samples of this cycle, in arrival order.
+    pub samples: &'a [Sample],
+    /// One sample represents this many accesses (the sampling period); 0 when unknown.
+    pub sampling_period: u64,
+    /// Node of every sampled page (and possibly more).
+    pub pages: &'a PageLocations,
+    /// Memory regions of the managed applications.
+    pub regions: &'a [Region],
+    /// Free memory per node (bytes, dense index).
+    pub free_bytes: &'a [u64],
+}
+
+impl Snapshot<'_> {
+    /// The thread with this tid.
+    pub fn thread(&self, tid: Tid) -> Option<&ThreadState> {
+        self.threads.iter().find(|t| t.tid == tid)
+    }
+    /// Allowed nodes that have CPUs.
+    pub fn cpu_nodes(&self) -> Vec<NodeIdx> {
+        self.machine.cpu_nodes().into_iter().filter(|n| self.allowed.contains_idx(*n)).collect()
+    }
+    /// Allowed nodes that have memory.
+    pub fn memory_nodes(&self) -> Vec<NodeIdx> {
+        self.machine.memory_nodes().into_iter().filter(|n| self.allowed.contains_idx(*n)).collect()
+    }
+}
+
+/// What a policy sees at start.
+pub struct StartContext<'a> {
+    pub machine: &'a Machine,
+    pub allowed: &'a NodeSet,
+    /// Threads known at start (may be empty for a program that has not started threads yet).
+    pub threads: &'a [ThreadState],
+}

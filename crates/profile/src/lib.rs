@@ -1,0 +1,15 @@
+//! Memory-access samples and what is built from them.
+//!
+//! ```text
+//! SampleSource (perf ring / simulator / trace replay) --drain--> [Sample] --> histograms --> policy
+//! ```
+//!
+//! A [`Sample`] is one sampled memory access (or one NUMA hinting fault): which thread, on which
+//! CPU, at which virtual address, optionally with data source, latency and physical address.
+//! Every driver (the Linux daemon, the simulator, trace replay) produces the same type.
+
+pub mod sample;
+pub mod source;
+
+pub use sample::{AppId, PageKey, Sample, SampleKind, Tid};
+pub use source::{SampleSource, SourceStats};

@@ -1,0 +1,63 @@
+//! The sample type shared by every driver and every policy.
+
+use ptb_topology::CpuId;
+use serde::{Deserialize, Serialize};
+
+/// A thread id (the kernel's TID on Linux; a synthetic id in the simulator).
+pub type Tid = u32;
+
+/// An application (process): the PID on Linux; the workload index in the simulator.
+pub type AppId = u32;
+
+/// A page of one application's address space: (application, virtual page number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PageKey {
+    pub app: AppId,
+    /// Virtual address / page size.
+    pub vpn: u64,
+}
+
+/// What kind of event produced a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SampleKind {
+    /// A sampled load (IBS op, PEBS load-latency, SPE).
+    Load,
+    /// A sampled store.
+    Store,
+    /// A sampled access whose direction is unknown.
+    Access,
+    /// A NUMA hinting fault (the kernel balancer's sampling; simulated for `autonuma`).
+    HintFault,
+    /// A software page-fault event (works without a PMU; coarse).
+    PageFault,
+}
+
+/// One sampled memory access.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub app: AppId,
+    pub tid: Tid,
+    pub cpu: CpuId,
+    /// Virtual data address.
+    pub addr: u64,
+    pub kind: SampleKind,
+    /// Time of the sample in ns since the start of management (driver's clock).
+    pub time_ns: u64,
+    /// Raw perf data source bits (PERF_SAMPLE_DATA_SRC), when the source provides them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_src: Option<u64>,
+    /// Access latency in cycles (PEBS/IBS/SPE weight), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<u32>,
+    /// Physical address, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phys: Option<u64>,
+}
+
+impl Sample {
+    /// The page this sample falls in, for a page size (a power of two).
+    pub fn page(&self, page_size: u64) -> PageKey {
+        PageKey { app: self.app, vpn: self.addr / page_size }
+    }
+}

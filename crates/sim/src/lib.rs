@@ -1,0 +1,1 @@
+//! The NUMA simulator (machine side, workload models, driver).

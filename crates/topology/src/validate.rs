@@ -1,0 +1,136 @@
+//! Consistency checks of a machine model, with errors that name the origin and the field.
+
+use crate::error::TopologyError;
+use crate::machine::{End, Machine};
+use std::collections::BTreeMap;
+
+/// Check a machine: dense indices, no CPU in two nodes or groups, every node CPU in a group,
+/// square/shaped matrices, non-negative finite numbers, links and routes naming real ends.
+/// `origin` names the file or preset in error messages.
+pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
+    let bad = |field: String, reason: String| Err(TopologyError::invalid(origin, field, reason));
+    let nn = m.nodes.len();
+    let ng = m.groups.len();
+    if nn == 0 {
+        return bad("nodes".into(), "a machine needs at least one node".into());
+    }
+    if nn > u16::MAX as usize || ng > u16::MAX as usize || m.links.len() > u16::MAX as usize {
+        return bad("nodes".into(), "too many nodes, groups or links (max 65535)".into());
+    }
+    if m.page_size == 0 || !m.page_size.is_power_of_two() {
+        return bad("page_size".into(), format!("{} is not a power of two", m.page_size));
+    }
+    let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, n) in m.nodes.iter().enumerate() {
+        if n.idx.ix() != i {
+            return bad(format!("nodes[{i}].idx"), format!("is {} but must be {i} (dense, in order)", n.idx.0));
+        }
+        if m.nodes[..i].iter().any(|o| o.id == n.id) {
+            return bad(format!("nodes[{i}].id"), format!("kernel node id {} appears twice", n.id.0));
+        }
+        for c in n.cpus.iter() {
+            if let Some(prev) = owner.insert(c.0, i) {
+                return bad(format!("nodes[{i}].cpus"), format!("CPU {} is also in node {}", c.0, m.nodes[prev].id.0));
+            }
+        }
+        if !n.has_cpus() && !n.has_memory() {
+            return bad(format!("nodes[{i}]"), "a node needs CPUs or memory".into());
+        }
+    }
+    let mut in_group: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, g) in m.groups.iter().enumerate() {
+        if g.idx.ix() != i {
+            return bad(format!("groups[{i}].idx"), format!("must be {i}"));
+        }
+        if g.node.ix() >= nn {
+            return bad(format!("groups[{i}].node"), format!("node {} does not exist", g.node.0));
+        }
+        if g.cpus.is_empty() {
+            return bad(format!("groups[{i}].cpus"), "a CPU group needs CPUs".into());
+        }
+        if !g.cpus.is_subset(&m.nodes[g.node.ix()].cpus) {
+            return bad(format!("groups[{i}].cpus"), format!("{} are not all CPUs of its node", g.cpus));
+        }
+        for c in g.cpus.iter() {
+            if in_group.insert(c.0, i).is_some() {
+                return bad(format!("groups[{i}].cpus"), format!("CPU {} is in two groups", c.0));
+            }
+        }
+        if !m.nodes[g.node.ix()].groups.contains(&g.idx) {
+            return bad(format!("nodes[{}].groups", g.node.0), format!("does not list group {i} that names it"));
+        }
+    }
+    if let Some(c) = owner.keys().find(|c| !in_group.contains_key(c)) {
+        return bad("groups".into(), format!("CPU {c} is in a node but in no CPU group"));
+    }
+    let check_matrix = |field: &str, mx: &crate::Matrix, rows: usize| -> Result<(), TopologyError> {
+        if !mx.has_shape(rows, nn) {
+            return Err(TopologyError::invalid(
+                origin,
+                field,
+                format!(
+                    "must be {rows} rows x {nn} columns, found {} rows of {:?}",
+                    mx.n_rows(),
+                    mx.rows.iter().map(Vec::len).collect::<Vec<_>>()
+                ),
+            ));
+        }
+        for (r, row) in mx.rows.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                if !v.is_finite() || *v < 0.0 {
+                    return Err(TopologyError::invalid(
+                        origin,
+                        format!("{field}[{r}][{c}]"),
+                        format!("{v} is not a finite non-negative number"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Some(d) = &m.distances {
+        check_matrix("distances", d, nn)?;
+    }
+    if let Some(b) = &m.bandwidth {
+        check_matrix("bandwidth.uncontended", &b.uncontended, ng)?;
+        if let Some(c) = &b.contended {
+            check_matrix("bandwidth.contended", c, ng)?;
+        }
+        if let Some(l) = &b.latency {
+            check_matrix("bandwidth.latency", l, ng)?;
+        }
+    }
+    if let Some(c) = &m.controller_gbps {
+        if c.len() != nn || c.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return bad("controller_gbps".into(), format!("needs {nn} non-negative numbers"));
+        }
+    }
+    let end_ok = |e: &End| match e {
+        End::Group(g) => g.ix() < ng,
+        End::Memory(n) => n.ix() < nn,
+    };
+    for (i, l) in m.links.iter().enumerate() {
+        if !end_ok(&l.a) || !end_ok(&l.b) {
+            return bad(format!("links[{i}]"), "names a group or node that does not exist".into());
+        }
+        if l.a == l.b {
+            return bad(format!("links[{i}]"), "joins an end to itself".into());
+        }
+        for (f, v) in [("gbps_ab", l.gbps_ab), ("gbps_ba", l.gbps_ba)] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(format!("links[{i}].{f}"), format!("{v} is not a non-negative bandwidth"));
+            }
+        }
+    }
+    for (i, r) in m.routes.iter().enumerate() {
+        if r.group.ix() >= ng || r.node.ix() >= nn {
+            return bad(format!("routes[{i}]"), "names a group or node that does not exist".into());
+        }
+        for h in r.hops.iter().chain(r.write_hops.iter().flatten()) {
+            if h.link.ix() >= m.links.len() {
+                return bad(format!("routes[{i}].hops"), format!("link {} does not exist", h.link.0));
+            }
+        }
+    }
+    Ok(())
+}
