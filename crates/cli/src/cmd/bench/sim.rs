@@ -1,4 +1,4 @@
-//! `ptb bench` (being built).
+//! `ptb bench sim` (being built).
 
 use anyhow::{bail, Result};
 
@@ -6,5 +6,5 @@ use anyhow::{bail, Result};
 pub struct Args {}
 
 pub fn run(_args: Args) -> Result<()> {
-    bail!("`ptb bench` is not available in this build yet")
+    bail!("`ptb bench sim` is not available in this build yet")
 }
