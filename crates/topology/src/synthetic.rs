@@ -249,3 +249,17 @@ mod tests {
         assert!(synthetic("local=-1").is_err());
     }
 }
+
+#[cfg(test)]
+mod file_tests {
+    #[test]
+    fn machine_files_round_trip() {
+        let m = super::synthetic("nodes=2,cpus=4,dies=2,memonly=1").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["m.toml", "m.json"] {
+            let p = dir.path().join(name);
+            crate::file::save(&m, &p).unwrap();
+            assert_eq!(crate::file::load(&p).unwrap(), m);
+        }
+    }
+}
