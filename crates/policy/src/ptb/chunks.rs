@@ -1,0 +1,158 @@
+//! Per-chunk access evidence with exponential decay: who accesses each chunk (node of the
+//! accessing CPU) and where its sampled pages live.
+
+use crate::snapshot::{Region, Snapshot};
+use ptb_profile::AppId;
+use ptb_topology::NodeIdx;
+use std::collections::HashMap;
+
+/// A chunk: `chunk_pages` consecutive pages of one application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkKey {
+    pub app: AppId,
+    pub chunk: u64,
+}
+
+/// Where a chunk should live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Node(NodeIdx),
+    /// Spread over the memory nodes in proportion to their bandwidth.
+    Spread,
+}
+
+/// Decayed evidence about one chunk.
+#[derive(Clone, Debug)]
+pub struct ChunkState {
+    /// Decayed sample counts by node of the accessing thread.
+    pub by_src: Vec<f64>,
+    /// Decayed sample counts by node holding the sampled page.
+    pub by_home: Vec<f64>,
+    /// Target the chunk was last moved to.
+    pub placed: Option<Target>,
+    /// Target seen in the last cycles and for how many cycles in a row.
+    pub pending: Option<(Target, u32)>,
+    decay: f64,
+}
+
+impl ChunkState {
+    pub fn total(&self) -> f64 {
+        self.by_src.iter().sum()
+    }
+
+    /// The node issuing most accesses and its share.
+    pub fn top_node(&self) -> (NodeIdx, f64) {
+        let total = self.total();
+        let (i, v) =
+            self.by_src.iter().enumerate().fold((0, f64::MIN), |best, (i, &v)| if v > best.1 { (i, v) } else { best });
+        (NodeIdx::from_ix(i), if total > 0.0 { v / total } else { 0.0 })
+    }
+
+    /// Estimated accesses per second (steady state of the decayed sum).
+    pub fn accesses_per_s(&self, period: u64, cycle: std::time::Duration) -> f64 {
+        let secs = cycle.as_secs_f64().max(1e-6);
+        self.total() * (1.0 - self.decay) * period as f64 / secs
+    }
+
+    /// Estimated bytes per second of memory traffic.
+    pub fn rate(&self, period: u64, cycle: std::time::Duration, line: u64) -> f64 {
+        self.accesses_per_s(period, cycle) * line as f64
+    }
+
+    /// Shares of the accesses by issuing node.
+    pub fn src_shares(&self) -> Vec<f64> {
+        normalise(&self.by_src)
+    }
+}
+
+/// Normalise to shares (all zero stays all zero).
+pub fn normalise(v: &[f64]) -> Vec<f64> {
+    let s: f64 = v.iter().sum();
+    if s > 0.0 {
+        v.iter().map(|x| x / s).collect()
+    } else {
+        vec![0.0; v.len()]
+    }
+}
+
+/// A page range of one application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub start_vpn: u64,
+    pub npages: u64,
+}
+
+/// All chunks with evidence.
+#[derive(Debug)]
+pub struct ChunkTable {
+    chunk_pages: u64,
+    map: HashMap<ChunkKey, ChunkState>,
+}
+
+impl ChunkTable {
+    pub fn new(chunk_pages: u64) -> Self {
+        ChunkTable { chunk_pages: chunk_pages.max(1), map: HashMap::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Decay old evidence, add this cycle's samples, drop chunks whose evidence faded.
+    pub fn ingest(&mut self, snap: &Snapshot, decay: f64) {
+        let m = snap.machine;
+        let nn = m.n_nodes();
+        for c in self.map.values_mut() {
+            c.by_src.iter_mut().for_each(|x| *x *= decay);
+            c.by_home.iter_mut().for_each(|x| *x *= decay);
+        }
+        let max_cpu = m.cpus().last().map_or(0, |c| c.0 as usize);
+        let mut cpu_node = vec![u16::MAX; max_cpu + 1];
+        for n in &m.nodes {
+            for c in n.cpus.iter() {
+                cpu_node[c.0 as usize] = n.idx.0;
+            }
+        }
+        for s in snap.samples {
+            let Some(&src) = cpu_node.get(s.cpu.0 as usize) else { continue };
+            if src == u16::MAX {
+                continue;
+            }
+            let page = s.page(m.page_size);
+            let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
+            let c = self.map.entry(key).or_insert_with(|| ChunkState {
+                by_src: vec![0.0; nn],
+                by_home: vec![0.0; nn],
+                placed: None,
+                pending: None,
+                decay,
+            });
+            c.by_src[src as usize] += 1.0;
+            if let Some(home) = snap.pages.get(page) {
+                c.by_home[home.ix()] += 1.0;
+            }
+        }
+        self.map.retain(|_, c| c.total() >= 0.05);
+    }
+
+    /// Keys, heaviest first (ties by key, so the order is deterministic).
+    pub fn keys_by_weight(&self) -> Vec<ChunkKey> {
+        let mut v: Vec<(ChunkKey, f64)> = self.map.iter().map(|(k, c)| (*k, c.total())).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.into_iter().map(|(k, _)| k).collect()
+    }
+
+    pub fn get_mut(&mut self, k: ChunkKey) -> Option<&mut ChunkState> {
+        self.map.get_mut(&k)
+    }
+
+    /// The chunk's page range clipped to the region that holds it (None: not in a region).
+    pub fn range_of(&self, k: ChunkKey, regions: &[Region]) -> Option<Range> {
+        let lo = k.chunk * self.chunk_pages;
+        let hi = lo + self.chunk_pages;
+        let r = regions.iter().find(|r| r.app == k.app && r.start_vpn < hi && lo < r.start_vpn + r.npages)?;
+        let start = lo.max(r.start_vpn);
+        let end = hi.min(r.start_vpn + r.npages);
+        Some(Range { start_vpn: start, npages: end - start })
+    }
+}

@@ -1,0 +1,168 @@
+//! Unit and invariant tests of the `ptb` policy on hand-built snapshots.
+
+use super::*;
+use crate::plan::validate_plan;
+use crate::snapshot::{PageLocations, Region, ThreadState};
+use ptb_profile::{PageKey, Sample, SampleKind};
+use ptb_topology::{synthetic::synthetic, CpuId, Machine, NodeSet};
+
+struct World {
+    m: Machine,
+    allowed: NodeSet,
+    threads: Vec<ThreadState>,
+    regions: Vec<Region>,
+    pages: PageLocations,
+    free: Vec<u64>,
+}
+
+fn world(npages: u64, home: u16) -> World {
+    let m = synthetic("nodes=4,cpus=4").unwrap();
+    let threads = m
+        .cpus()
+        .into_iter()
+        .map(|c| ThreadState {
+            tid: 100 + c.0,
+            app: 0,
+            cpu: c,
+            node: m.node_of_cpu(c).unwrap(),
+            group: m.group_of_cpu(c).unwrap(),
+            affinity: None,
+        })
+        .collect();
+    let mut resident = vec![0; 4];
+    resident[home as usize] = npages;
+    let regions = vec![Region { app: 0, start_vpn: 0, npages, name: "data".into(), resident }];
+    let pages = (0..npages).map(|v| (PageKey { app: 0, vpn: v }, NodeIdx(home))).collect();
+    World { allowed: m.all_nodes(), free: vec![1 << 34; 4], m, threads, regions, pages }
+}
+
+fn sample(cpu: u32, vpn: u64) -> Sample {
+    Sample {
+        app: 0,
+        tid: 100 + cpu,
+        cpu: CpuId(cpu),
+        addr: vpn * 4096 + 8,
+        kind: SampleKind::Load,
+        time_ns: 0,
+        data_src: None,
+        latency: None,
+        phys: None,
+    }
+}
+
+fn snap<'a>(w: &'a World, samples: &'a [Sample], period: u64) -> Snapshot<'a> {
+    Snapshot {
+        machine: &w.m,
+        allowed: &w.allowed,
+        now: Duration::from_secs(1),
+        cycle: Duration::from_secs(1),
+        threads: &w.threads,
+        samples,
+        sampling_period: period,
+        pages: &w.pages,
+        regions: &w.regions,
+        free_bytes: &w.free,
+    }
+}
+
+/// Every thread of node `n` (CPUs 4n..4n+3) samples pages of chunk `n` (private slices).
+fn private_slices(per_thread: u64) -> Vec<Sample> {
+    let mut v = Vec::new();
+    for cpu in 0..16u32 {
+        let node = (cpu / 4) as u64;
+        for i in 0..per_thread {
+            v.push(sample(cpu, node * 512 + (i * 37 + cpu as u64) % 512));
+        }
+    }
+    v
+}
+
+/// Every thread samples every chunk (all shared).
+fn all_shared(per_thread: u64) -> Vec<Sample> {
+    let mut v = Vec::new();
+    for cpu in 0..16u32 {
+        for i in 0..per_thread {
+            v.push(sample(cpu, (i * 131 + cpu as u64 * 7) % 2048));
+        }
+    }
+    v
+}
+
+fn run_cycles(p: &mut Ptb, w: &World, samples: &[Sample], period: u64, n: usize) -> Vec<Plan> {
+    (0..n).map(|_| p.decide(&snap(w, samples, period))).collect()
+}
+
+#[test]
+fn private_slices_move_home_after_confirmation() {
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut p = Ptb::new(PtbParams::default());
+    let plans = run_cycles(&mut p, &w, &s, 8192, 3);
+    assert!(plans[0].ranges.is_empty(), "first sight of a chunk must not move it");
+    let moves: Vec<_> = plans.iter().flat_map(|p| p.ranges.clone()).collect();
+    for chunk in 1..4u64 {
+        let m = moves.iter().find(|r| r.start_vpn == chunk * 512).expect("chunk moved");
+        assert_eq!(m.op, RangeOp::MoveTo(NodeIdx(chunk as u16)));
+    }
+    assert!(!moves.iter().any(|r| r.start_vpn == 0), "chunk 0 is already home");
+    for plan in &plans {
+        validate_plan(plan, &snap(&w, &s, 8192)).unwrap();
+    }
+}
+
+#[test]
+fn heavy_shared_data_on_one_node_is_spread() {
+    let w = world(2048, 0);
+    let s = all_shared(400);
+    let mut p = Ptb::new(PtbParams::default());
+    let moves: Vec<_> = run_cycles(&mut p, &w, &s, 65536, 3).into_iter().flat_map(|p| p.ranges).collect();
+    assert!(!moves.is_empty());
+    assert!(moves.iter().all(|r| matches!(r.op, RangeOp::Weighted(_))), "{moves:?}");
+}
+
+#[test]
+fn compute_bound_programs_are_left_alone() {
+    let w = world(2048, 0);
+    let s = all_shared(2);
+    let mut p = Ptb::new(PtbParams::default());
+    let plans = run_cycles(&mut p, &w, &s, 16, 4);
+    assert!(plans.iter().all(|p| p.is_empty()));
+    assert!(plans.iter().all(|p| p.stats.contains_key("gated_compute_bound")));
+}
+
+#[test]
+fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut a = Ptb::new(PtbParams::default());
+    let mut b = Ptb::new(PtbParams::default());
+    let pa = run_cycles(&mut a, &w, &s, 8192, 8);
+    let pb = run_cycles(&mut b, &w, &s, 8192, 8);
+    assert_eq!(pa, pb);
+    assert!(pa.iter().any(|p| p.sampling.is_some_and(|r| r.mode == SamplingMode::Address { period: 8192 * 4 })));
+}
+
+#[test]
+fn single_memory_node_is_nothing_to_place() {
+    let mut w = world(64, 0);
+    w.m = synthetic("nodes=1,cpus=16").unwrap();
+    w.allowed = w.m.all_nodes();
+    w.threads.iter_mut().for_each(|t| {
+        t.node = NodeIdx(0);
+        t.group = ptb_topology::GroupIdx(0)
+    });
+    w.regions[0].resident = vec![64];
+    let s = all_shared(100);
+    let mut p = Ptb::new(PtbParams::default());
+    assert!(p.decide(&snap(&w, &s, 8192)).is_empty());
+}
+
+#[test]
+fn bad_parameters_are_refused() {
+    let mut params = Params::new();
+    params.set_assignment("ptb.chunk_pages=100").unwrap();
+    assert!(Ptb::from_params(&params).unwrap_err().to_string().contains("chunk_pages"));
+    let mut params = Params::new();
+    params.set_assignment("ptb.private_share=2").unwrap();
+    assert!(Ptb::from_params(&params).is_err());
+}
