@@ -8,8 +8,10 @@
 //! CPU, at which virtual address, optionally with data source, latency and physical address.
 //! Every driver (the Linux daemon, the simulator, trace replay) produces the same type.
 
+pub mod histogram;
 pub mod sample;
 pub mod source;
 
+pub use histogram::{HistStats, Histogram, HistogramKind};
 pub use sample::{AppId, PageKey, Sample, SampleKind, Tid};
 pub use source::{SampleSource, SourceStats};
