@@ -82,8 +82,9 @@ pub(crate) fn bisect(w: &Sim, verts: &[usize], a: usize) -> (Vec<usize>, Vec<usi
                         }
                     }
                     let g = d[i] + d[j] - 2.0 * wl(i, j);
-                    if best.map_or(true, |b| g > b.2) {
-                        best = Some((i, j, g));
+                    match best {
+                        Some(b) if g <= b.2 => {}
+                        _ => best = Some((i, j, g)),
                     }
                 }
             }

@@ -27,7 +27,7 @@
 //! the parts of the design that change decisions (fixed slots, shared counters, overwrite on
 //! collision) are kept. Counters saturate at `u32::MAX` instead of wrapping.
 
-use super::{HistStats, Histogram};
+use super::{HistStats, Histogram, PageVisitor};
 use crate::sample::{PageKey, Sample, Tid};
 
 /// The published fixed-size access table.
@@ -118,7 +118,7 @@ impl Histogram for ClassicTable {
     }
 
     /// Slots in index order; per slot, the CPU counters mapped to threads (see module doc).
-    fn for_each_page(&self, f: &mut dyn FnMut(PageKey, &[(Tid, u32)])) {
+    fn for_each_page(&self, f: &mut PageVisitor<'_>) {
         let mut row: Vec<(Tid, u32)> = Vec::with_capacity(self.cpu_slots);
         for (slot, tag) in self.tags.iter().enumerate() {
             let Some(page) = tag else { continue };

@@ -8,7 +8,7 @@
 //! sorted by tid (pages are shared by few threads, so a sorted small vector beats a nested map).
 //! Iteration sorts the pages by key, so its order depends only on the samples recorded.
 
-use super::{FxBuild, HistStats, Histogram};
+use super::{FxBuild, HistStats, Histogram, PageVisitor};
 use crate::sample::{PageKey, Sample, Tid};
 use std::collections::HashMap;
 
@@ -53,7 +53,7 @@ impl Histogram for ExactHistogram {
     }
 
     /// Pages in ascending key order.
-    fn for_each_page(&self, f: &mut dyn FnMut(PageKey, &[(Tid, u32)])) {
+    fn for_each_page(&self, f: &mut PageVisitor<'_>) {
         let mut pages: Vec<(&PageKey, &Vec<(Tid, u32)>)> = self.map.iter().collect();
         pages.sort_unstable_by_key(|x| *x.0);
         for (p, row) in pages {

@@ -36,6 +36,9 @@ pub struct HistStats {
     pub pages: u64,
 }
 
+/// A callback receiving one page and its per-thread counts `(tid, count)`, tids ascending.
+pub type PageVisitor<'a> = dyn FnMut(PageKey, &[(Tid, u32)]) + 'a;
+
 /// A per-cycle histogram of sampled accesses per page and thread.
 pub trait Histogram: Send {
     /// Count one sample.
@@ -52,7 +55,7 @@ pub trait Histogram: Send {
     fn stats(&self) -> HistStats;
     /// Visit every page with its per-thread counts (tids ascending, counts > 0), in a
     /// deterministic order that depends only on the samples recorded since the last clear.
-    fn for_each_page(&self, f: &mut dyn FnMut(PageKey, &[(Tid, u32)]));
+    fn for_each_page(&self, f: &mut PageVisitor<'_>);
 }
 
 /// Add the counts of one page into per-node totals: `out[node_of(tid)] += count`. Threads
