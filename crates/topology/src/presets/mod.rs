@@ -119,6 +119,19 @@ mod tests {
     }
 
     #[test]
+    fn presets_round_trip_through_machine_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, _) in list() {
+            let m = get(name).unwrap();
+            for ext in ["toml", "json"] {
+                let p = dir.path().join(format!("{name}.{ext}"));
+                crate::file::save(&m, &p).unwrap();
+                assert_eq!(crate::file::load(&p).unwrap(), m, "{name}.{ext}");
+            }
+        }
+    }
+
+    #[test]
     fn unknown_presets_are_refused() {
         assert!(matches!(get("nope"), Err(TopologyError::UnknownMachine { .. })));
     }
