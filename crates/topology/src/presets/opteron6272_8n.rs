@@ -311,6 +311,7 @@ mod tests {
         let (best, worst) = (all[0], all[all.len() - 1]);
         assert!(best.0 >= 2.0 * worst.0, "best {best:?} worst {worst:?}");
         assert!(!best.1, "best subset {best:?} is all one hop");
+        // With these widths: best {0,1,7} 48 GB/s, worst {0,2,3} 12 GB/s (all 56 subsets computed).
         let best_triangle = all.iter().find(|x| x.1).unwrap();
         assert!(best_triangle.0 < best.0, "{best_triangle:?} vs {best:?}");
     }
