@@ -57,6 +57,6 @@ mod tests {
         assert_eq!(m.latency_ns(GroupIdx(1), NodeIdx(1)), Some(89.1));
         assert_eq!(m.bg(GroupIdx(0), NodeIdx(0)), Some(104.362));
         assert_eq!(m.bg(GroupIdx(1), NodeIdx(0)), Some(34.283));
-        assert_eq!(m.controller_gbps.as_deref(), Some(&[105.6, 105.6][..]));
+        assert_eq!(m.controller_gbps.as_deref(), Some(&[105.6, 106.028][..]));
     }
 }
