@@ -11,6 +11,14 @@ pub enum TopologyError {
         #[source]
         source: std::io::Error,
     },
+    /// A file of a sysfs/proc tree that exists but cannot be read.
+    #[error("cannot read {path}: {source}; {hint}")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+        hint: String,
+    },
     #[error("{path}: cannot parse {what}: {reason}")]
     Parse { path: PathBuf, what: String, reason: String },
     #[error("{origin}: field `{field}`: {reason}")]

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod machine;
 pub mod matrix;
 pub mod presets;
+pub mod render;
 pub mod synthetic;
 pub mod sysfs;
 pub mod validate;

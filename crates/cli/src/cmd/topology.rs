@@ -1,10 +1,26 @@
-//! `ptb topology` (being built).
+//! `ptb topology`: show a machine's nodes, CPUs, CPU groups, memory, distances, links, routes
+//! and Bandwidth Graph, as text (like lstopo) or as stable JSON (`--json`).
 
-use anyhow::{bail, Result};
+use crate::common;
+use anyhow::Result;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Machine to show: a preset name (see `ptb machines`), a machine file (TOML or JSON), or
+    /// `synthetic:SPEC` (e.g. `synthetic:nodes=4,cpus=8,dies=2`). Default: this machine, from /sys.
+    #[arg(long, value_name = "NAME|FILE|synthetic:SPEC")]
+    machine: Option<String>,
+    /// Print the machine as JSON (schema `ptb.topology/1`, documented in the README).
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: Args) -> Result<()> {
-    bail!("`ptb topology` is not available in this build yet")
+pub fn run(args: Args) -> Result<()> {
+    let m = common::load_machine(args.machine.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&ptb_topology::render::to_json(&m))?);
+    } else {
+        print!("{}", ptb_topology::render::render_text(&m));
+    }
+    Ok(())
 }
