@@ -9,9 +9,11 @@
 //! Every driver (the Linux daemon, the simulator, trace replay) produces the same type.
 
 pub mod histogram;
+pub mod regions;
 pub mod sample;
 pub mod source;
 
 pub use histogram::{HistStats, Histogram, HistogramKind};
+pub use regions::{infer_regions, infer_segment, InferredRegion};
 pub use sample::{AppId, PageKey, Sample, SampleKind, Tid};
 pub use source::{SampleSource, SourceStats};
