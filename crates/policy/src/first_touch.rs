@@ -33,3 +33,25 @@ impl Policy for FirstTouch {
         Plan::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autonuma::test_world::World;
+
+    #[test]
+    fn allocates_by_first_touch_and_never_moves_anything() {
+        let mut w = World::synthetic("nodes=2,cpus=2");
+        w.add_thread(1, 0, 0);
+        w.place(0, 0..4, 1);
+        (0..4).for_each(|v| w.touch(1, v, ptb_profile::SampleKind::Load));
+        let mut p = FirstTouch::from_params(&Params::new()).unwrap();
+        let ctx = StartContext { machine: &w.machine, allowed: &w.allowed, threads: &w.threads };
+        assert_eq!(p.start(&ctx), StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] });
+        assert_eq!(p.sampling().mode, SamplingMode::None);
+        assert!(p.decide(&w.snap()).is_empty());
+        let mut ps = Params::new();
+        ps.set_assignment("first-touch.x=1").unwrap();
+        assert!(FirstTouch::from_params(&ps).is_err());
+    }
+}

@@ -53,3 +53,37 @@ impl Policy for Fixed {
         Plan::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autonuma::test_world::World;
+    use ptb_topology::{CpuId, NodeSet};
+
+    fn pins(w: &World) -> Vec<(u32, u32)> {
+        let mut p = Fixed::from_params(&Params::new()).unwrap();
+        let ctx = StartContext { machine: &w.machine, allowed: &w.allowed, threads: &w.threads };
+        let sp = p.start(&ctx);
+        assert_eq!(sp.alloc, AllocPolicy::FirstTouch);
+        sp.threads
+            .iter()
+            .map(|m| match m.to {
+                ThreadTarget::Cpu(CpuId(c)) => (m.tid, c),
+                other => panic!("fixed pins to CPUs, got {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn thread_i_goes_to_cpu_i_in_tid_order_and_wraps() {
+        let mut w = World::synthetic("nodes=2,cpus=2");
+        for (tid, cpu) in [(30, 3), (10, 3), (20, 0), (40, 1), (50, 2)] {
+            w.add_thread(tid, 0, cpu);
+        }
+        assert_eq!(pins(&w), vec![(10, 0), (20, 1), (30, 2), (40, 3), (50, 0)]);
+        // Only the allowed nodes' CPUs are used.
+        w.allowed = NodeSet::from_iter([1u32]);
+        assert_eq!(pins(&w), vec![(10, 2), (20, 3), (30, 2), (40, 3), (50, 2)]);
+        assert!(Fixed::from_params(&Params::new()).unwrap().decide(&w.snap()).is_empty());
+    }
+}

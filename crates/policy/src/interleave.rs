@@ -84,8 +84,14 @@ impl Policy for Interleave {
             ctx.machine.memory_nodes().into_iter().filter(|n| ctx.allowed.contains_idx(*n)).collect();
         let alloc = if !self.weighted {
             AllocPolicy::Interleave(nodes)
-        } else if let Some(w) = &self.explicit {
-            AllocPolicy::Weighted(w.iter().filter(|(n, _)| nodes.contains(n)).copied().collect())
+        } else if let Some(w) = self
+            .explicit
+            .as_ref()
+            .map(|w| w.iter().filter(|(n, _)| nodes.contains(n)).copied().collect::<Vec<_>>())
+            .filter(|w| !w.is_empty())
+        {
+            // Explicit weights of allowed nodes; when none is allowed, the Bandwidth Graph's.
+            AllocPolicy::Weighted(w)
         } else {
             AllocPolicy::Weighted(bandwidth_weights(ctx.machine, &nodes))
         };
@@ -96,5 +102,63 @@ impl Policy for Interleave {
     }
     fn decide(&mut self, _snap: &Snapshot) -> Plan {
         Plan::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autonuma::test_world::World;
+    use ptb_topology::NodeSet;
+
+    fn alloc(w: &World, weighted: bool, sets: &[&str]) -> Result<AllocPolicy, PolicyError> {
+        let mut ps = Params::new();
+        sets.iter().for_each(|s| ps.set_assignment(s).unwrap());
+        let mut p = Interleave::from_params(&ps, weighted)?;
+        let ctx = StartContext { machine: &w.machine, allowed: &w.allowed, threads: &w.threads };
+        let sp = p.start(&ctx);
+        assert!(sp.threads.is_empty());
+        assert!(p.decide(&w.snap()).is_empty());
+        Ok(sp.alloc)
+    }
+
+    #[test]
+    fn interleave_uses_every_allowed_memory_node() {
+        let mut w = World::synthetic("nodes=3,cpus=2,memonly=1");
+        let all: Vec<NodeIdx> = (0..4).map(NodeIdx).collect();
+        assert_eq!(alloc(&w, false, &[]).unwrap(), AllocPolicy::Interleave(all));
+        w.allowed = NodeSet::from_iter([0u32, 2]);
+        assert_eq!(alloc(&w, false, &[]).unwrap(), AllocPolicy::Interleave(vec![NodeIdx(0), NodeIdx(2)]));
+        assert!(alloc(&w, false, &["interleave.weights=0:1"]).is_err(), "weights belong to weighted-interleave");
+    }
+
+    #[test]
+    fn weights_follow_the_bandwidth_graph() {
+        // Local 10 GB/s, remote 5, memory-only node 2.5: mean over 2 groups = 7.5, 7.5, 2.5.
+        let w = World::synthetic("nodes=2,cpus=2,memonly=1");
+        assert_eq!(
+            alloc(&w, true, &[]).unwrap(),
+            AllocPolicy::Weighted(vec![(NodeIdx(0), 100), (NodeIdx(1), 100), (NodeIdx(2), 33)])
+        );
+        let mut m = w.machine.clone();
+        m.bandwidth = None;
+        assert_eq!(bandwidth_weights(&m, &[NodeIdx(0), NodeIdx(2)]), vec![(NodeIdx(0), 100), (NodeIdx(2), 100)]);
+    }
+
+    #[test]
+    fn explicit_weights_are_parsed_checked_and_limited_to_allowed_nodes() {
+        let mut w = World::synthetic("nodes=2,cpus=2");
+        let a = alloc(&w, true, &["weighted-interleave.weights=0:3, 1:1"]).unwrap();
+        assert_eq!(a, AllocPolicy::Weighted(vec![(NodeIdx(0), 3), (NodeIdx(1), 1)]));
+        for bad in ["0:0", "x:1", "0", "0:1,,1:2"] {
+            let set = format!("weighted-interleave.weights={bad}");
+            assert!(alloc(&w, true, &[&set]).is_err(), "{bad} accepted");
+        }
+        w.allowed = NodeSet::from_iter([1u32]);
+        let a = alloc(&w, true, &["weighted-interleave.weights=0:3,1:1"]).unwrap();
+        assert_eq!(a, AllocPolicy::Weighted(vec![(NodeIdx(1), 1)]));
+        // Weights naming only nodes outside the allowed set fall back to the Bandwidth Graph.
+        let a = alloc(&w, true, &["weighted-interleave.weights=0:3"]).unwrap();
+        assert_eq!(a, AllocPolicy::Weighted(vec![(NodeIdx(1), 100)]));
     }
 }

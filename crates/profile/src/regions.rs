@@ -116,7 +116,10 @@ mod tests {
             ]
         );
         assert!(infer_segment(1, &[]).is_empty());
-        assert_eq!(infer_segment(2, &[42]), vec![InferredRegion { app: 2, start_vpn: 42, npages: 1, sampled_pages: 1 }]);
+        assert_eq!(
+            infer_segment(2, &[42]),
+            vec![InferredRegion { app: 2, start_vpn: 42, npages: 1, sampled_pages: 1 }]
+        );
     }
 
     #[test]

@@ -45,7 +45,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 pub const PARAMS: &[ParamDoc] = &[
-    ParamDoc { key: "scan_delay_ms", default: "1000", doc: "delay before the first scan (kernel numa_balancing_scan_delay_ms)" },
+    ParamDoc {
+        key: "scan_delay_ms",
+        default: "1000",
+        doc: "delay before the first scan (kernel numa_balancing_scan_delay_ms)",
+    },
     ParamDoc {
         key: "scan_period_min_ms",
         default: "1000",
@@ -166,13 +170,20 @@ impl AutoNuma {
             return None;
         }
         let argmax = |v: &Vec<f64>, among: &[NodeIdx]| -> Option<NodeIdx> {
-            among.iter().copied().filter(|n| v[n.ix()] > 0.0).max_by(|a, b| v[a.ix()].total_cmp(&v[b.ix()]).then(b.cmp(a)))
+            among
+                .iter()
+                .copied()
+                .filter(|n| v[n.ix()] > 0.0)
+                .max_by(|a, b| v[a.ix()].total_cmp(&v[b.ix()]).then(b.cmp(a)))
         };
         match group_mem {
             Some(g) => {
                 let gmax = cpu_nodes.iter().map(|n| g[n.ix()]).fold(0.0, f64::max);
-                let active: Vec<NodeIdx> =
-                    cpu_nodes.iter().copied().filter(|n| g[n.ix()] * ACTIVE_NODE_FRACTION >= gmax && gmax > 0.0).collect();
+                let active: Vec<NodeIdx> = cpu_nodes
+                    .iter()
+                    .copied()
+                    .filter(|n| g[n.ix()] * ACTIVE_NODE_FRACTION >= gmax && gmax > 0.0)
+                    .collect();
                 argmax(&f.mem, &active).or_else(|| argmax(g, &active))
             }
             None => argmax(&f.mem, cpu_nodes),
@@ -231,7 +242,7 @@ impl Policy for AutoNuma {
             }
             let cpu_node = m.node_of_cpu(s.cpu).unwrap_or(th.node);
             let prev = self.last.insert(page, (s.tid, cpu_node));
-            let private = prev.map_or(true, |(t, _)| t == s.tid);
+            let private = prev.is_none_or(|(t, _)| t == s.tid);
             if let Some((other, _)) = prev.filter(|_| !private) {
                 if snap.thread(other).is_some_and(|o| o.app == th.app) {
                     self.groups.join(s.tid, other);
@@ -293,7 +304,7 @@ impl Policy for AutoNuma {
         at.values().for_each(|n| load[n.ix()] += 1);
         let cap: Vec<usize> = m.nodes.iter().map(|n| n.cpus.len()).collect();
         let mut moved: BTreeSet<Tid> = BTreeSet::new();
-        let settled = |t: Tid| self.moved_at.get(&t).map_or(true, |&s| self.scans >= s + self.t.settle_count as u64);
+        let settled = |t: Tid| self.moved_at.get(&t).is_none_or(|&s| self.scans >= s + self.t.settle_count as u64);
         let frac = |t: Tid, n: NodeIdx| -> f64 {
             self.faults.get(&t).map_or(0.0, |f| if f.total() > 0.0 { f.mem[n.ix()] / f.total() } else { 0.0 })
         };

@@ -59,7 +59,10 @@ fn single_private_thread_converges_to_local_by_moving_the_thread() {
         cycle(&mut p, &mut w);
     }
     assert_eq!(w.node_of(1), NodeIdx(1), "the thread follows its memory");
-    assert!((0..64).all(|v| w.page_node(0, v) == Some(NodeIdx(1))), "given the choice, the thread moves, not the pages");
+    assert!(
+        (0..64).all(|v| w.page_node(0, v) == Some(NodeIdx(1))),
+        "given the choice, the thread moves, not the pages"
+    );
 }
 
 #[test]

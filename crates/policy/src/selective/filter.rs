@@ -4,12 +4,12 @@
 //! policy's cycle). The filter needs address samples; it uses whatever the inner policy asks
 //! for, so behind a policy that samples nothing every page move is dropped.
 
+use super::history::History;
 use super::{observe, Config};
 use crate::params::Params;
 use crate::plan::{Plan, SamplingRequest, StartPlan};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
-use super::history::History;
 
 pub struct SelectiveFilter {
     inner: Box<dyn Policy>,

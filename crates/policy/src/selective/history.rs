@@ -33,7 +33,12 @@ impl History {
 
     /// Keys of the entries overlapping pages `start..end` of `app` (entries are disjoint).
     fn overlaps(&self, app: AppId, start: u64, end: u64) -> Vec<(AppId, u64)> {
-        self.map.range((app, 0)..(app, end)).rev().take_while(|((_, s), e)| s + e.npages > start).map(|(k, _)| *k).collect()
+        self.map
+            .range((app, 0)..(app, end))
+            .rev()
+            .take_while(|((_, s), e)| s + e.npages > start)
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     /// Record the regions of one epoch and return each one's occurrence count (in input order).
@@ -68,7 +73,11 @@ impl History {
 
     /// The entry holding page `vpn` of `app`: its first page and the entry.
     pub fn entry_at(&self, app: AppId, vpn: u64) -> Option<(u64, Entry)> {
-        self.map.range(..=(app, vpn)).next_back().filter(|((a, s), e)| *a == app && vpn < s + e.npages).map(|(k, e)| (k.1, *e))
+        self.map
+            .range(..=(app, vpn))
+            .next_back()
+            .filter(|((a, s), e)| *a == app && vpn < s + e.npages)
+            .map(|(k, e)| (k.1, *e))
     }
 
     /// The occurrence count of the entry holding page `vpn` of `app` (0: unknown).

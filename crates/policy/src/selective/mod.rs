@@ -190,7 +190,7 @@ impl Policy for Selective {
             // Destinations in order of how much the node's threads access the region.
             let mut dests: Vec<NodeIdx> = mem_nodes.iter().copied().filter(|n| s.by_cpu_node[n.ix()] > 0).collect();
             dests.sort_by_key(|n| (std::cmp::Reverse(s.by_cpu_node[n.ix()]), *n));
-            if dests.first().map_or(true, |d| s.by_mem_node[d.ix()] == acc) {
+            if dests.first().is_none_or(|d| s.by_mem_node[d.ix()] == acc) {
                 continue; // already where its main user is (or no known user)
             }
             let busiest = load.iter().copied().max().unwrap_or(0);

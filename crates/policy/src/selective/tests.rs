@@ -171,7 +171,7 @@ fn plans_validate_and_respect_the_budget_on_random_samples() {
     for _ in 0..30 {
         for _ in 0..200 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let hot = (x >> 40) % 4 != 0;
+            let hot = !(x >> 40).is_multiple_of(4);
             let vpn = if hot { (x >> 20) % 400 } else { (x >> 20) % 4000 };
             w.touch(((x >> 33) % 8) as u32 + 1, vpn, Load);
         }

@@ -1,0 +1,128 @@
+//! AsymSched measurement: per-application access counts by node, and clusters of threads
+//! that share data.
+//!
+//! A cluster starts as the threads of one application on one node (the paper assumes they
+//! share). An application spread over more nodes than its threads need is then packed:
+//! its smallest clusters merge into the cluster they share the most sampled pages with
+//! (while it has room for them), so that each application uses as few nodes as possible.
+
+use crate::snapshot::Snapshot;
+use ptb_profile::{AppId, PageKey, Tid};
+use ptb_topology::NodeIdx;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A group of threads of one application placed together on one node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    pub app: AppId,
+    pub threads: Vec<Tid>,
+    /// Node it runs on now (of its largest part, after packing).
+    pub node: NodeIdx,
+    /// Sampled accesses to memory on other nodes than `node`.
+    pub remote: u64,
+    /// Sampled accesses in all.
+    pub accesses: u64,
+}
+
+/// What the samples of one cycle say.
+#[derive(Clone, Debug, Default)]
+pub struct Measure {
+    /// Per application: sampled accesses by memory node.
+    pub by_app_mem: BTreeMap<AppId, Vec<u64>>,
+    /// Per sampled page: the threads that touched it (sorted, unique) and its node.
+    pub pages: BTreeMap<PageKey, (Vec<Tid>, Option<NodeIdx>)>,
+    /// Per thread: sampled accesses by memory node.
+    pub by_thread_mem: BTreeMap<Tid, Vec<u64>>,
+}
+
+impl Measure {
+    pub fn from_snapshot(snap: &Snapshot) -> Self {
+        let m = snap.machine;
+        let nn = m.n_nodes();
+        let mut out = Measure::default();
+        for s in snap.samples {
+            let Some(th) = snap.thread(s.tid) else { continue };
+            let page = s.page(m.page_size);
+            let mem = snap.pages.get(page).filter(|n| n.ix() < nn);
+            let e = out.pages.entry(page).or_insert_with(|| (Vec::new(), mem));
+            if !e.0.contains(&s.tid) {
+                e.0.push(s.tid);
+            }
+            if let Some(n) = mem {
+                out.by_app_mem.entry(th.app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
+                out.by_thread_mem.entry(s.tid).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
+            }
+        }
+        out.pages.values_mut().for_each(|(t, _)| t.sort_unstable());
+        out
+    }
+}
+
+/// Build the clusters: threads of an app on one node, then packed onto as few nodes as the
+/// app needs (`capacity` threads per node).
+pub fn clusters(snap: &Snapshot, meas: &Measure, capacity: usize) -> Vec<Cluster> {
+    let mut by: BTreeMap<(AppId, NodeIdx), Vec<Tid>> = BTreeMap::new();
+    for t in snap.threads {
+        by.entry((t.app, t.node)).or_default().push(t.tid);
+    }
+    let mut per_app: BTreeMap<AppId, Vec<Cluster>> = BTreeMap::new();
+    for ((app, node), threads) in by {
+        per_app.entry(app).or_default().push(Cluster { app, threads, node, remote: 0, accesses: 0 });
+    }
+    // Which threads share sampled pages (pairs counted per page).
+    let mut share: BTreeMap<(Tid, Tid), u64> = BTreeMap::new();
+    for (ts, _) in meas.pages.values() {
+        for (i, &a) in ts.iter().enumerate() {
+            for &b in &ts[i + 1..] {
+                *share.entry((a, b)).or_default() += 1;
+            }
+        }
+    }
+    let shared = |a: &Cluster, b: &Cluster| -> u64 {
+        a.threads
+            .iter()
+            .flat_map(|&x| b.threads.iter().map(move |&y| (x.min(y), x.max(y))))
+            .map(|k| share.get(&k).copied().unwrap_or(0))
+            .sum()
+    };
+    let cap = capacity.max(1);
+    let mut out = Vec::new();
+    for (_, mut cs) in per_app {
+        let total: usize = cs.iter().map(|c| c.threads.len()).sum();
+        let needed = total.div_ceil(cap);
+        // Merge the smallest cluster into the best-sharing one with room, while the app uses
+        // more nodes than it needs.
+        while cs.len() > needed {
+            cs.sort_by_key(|c| (std::cmp::Reverse(c.threads.len()), c.node));
+            let small = cs.pop().expect("len > needed >= 1");
+            let target = cs
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.threads.len() + small.threads.len() <= cap)
+                .max_by_key(|(i, c)| (shared(c, &small), c.threads.len(), std::cmp::Reverse(*i)))
+                .map(|(i, _)| i);
+            match target {
+                Some(i) => cs[i].threads.extend(small.threads),
+                None => {
+                    cs.push(small);
+                    break;
+                }
+            }
+        }
+        out.extend(cs);
+    }
+    // Remote traffic of each cluster relative to the node it will be judged from.
+    let members: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
+    for c in &mut out {
+        c.threads.sort_unstable();
+        for t in c.threads.iter().filter(|t| members.contains(t)) {
+            if let Some(v) = meas.by_thread_mem.get(t) {
+                let all: u64 = v.iter().sum();
+                c.accesses += all;
+                c.remote += all - v[c.node.ix()];
+            }
+        }
+    }
+    out.sort_by_key(|c| (c.app, c.node));
+    out
+}
