@@ -1,0 +1,83 @@
+//! End-to-end tests of `ptb simulate` and `ptb workloads`.
+
+use assert_cmd::Command;
+
+const MACHINE: &str = "synthetic:nodes=4,cpus=4,dies=2";
+
+fn ptb() -> Command {
+    Command::cargo_bin("ptb").unwrap()
+}
+
+#[test]
+fn workloads_lists_the_suite() {
+    let out = ptb().args(["workloads", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v.as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    for n in ["canneal", "cg", "ep", "graph500", "swaptions", "specjbb", "ft", "is"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let out = ptb().args(["workloads", "--show", "canneal"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[[phase]]"));
+}
+
+#[test]
+fn simulate_json_reports_a_speedup_over_first_touch() {
+    let out = ptb()
+        .args(["simulate", "--machine", MACHINE, "--workload", "canneal", "--policy", "interleave", "--json"])
+        .args(["--duration-scale", "0.2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["simulated"], true);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "first-touch reference + interleave");
+    assert_eq!(results[0]["policy"], "first-touch");
+    let r = &results[1];
+    assert_eq!(r["policy"], "interleave");
+    for key in [
+        "workload",
+        "runtime_s",
+        "speedup_vs_first_touch",
+        "local_fraction",
+        "access_map",
+        "pages_migrated",
+        "threads_migrated",
+        "migration_s",
+        "decision_ms",
+    ] {
+        assert!(!r[key].is_null(), "{key} missing");
+    }
+    // canneal: one thread initialises everything, all threads access it uniformly, so first
+    // touch piles every access onto one controller and interleaving must be faster.
+    assert!(r["speedup_vs_first_touch"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn simulate_table_says_simulated_and_honours_nodes() {
+    let out = ptb()
+        .args(["simulate", "--machine", MACHINE, "--workload", "ep+cg", "--nodes", "1,2", "--duration-scale", "0.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("SIMULATED") && text.contains("ep+cg"), "{text}");
+}
+
+#[test]
+fn bad_workload_files_are_refused_with_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    std::fs::write(
+        &p,
+        "name = \"bad\"\n[[object]]\nname = \"a\"\nsize_mib = 0\n[[phase]]\nname = \"p\"\nwork_ginstr = 1\napki = 1\naccess = [{ object = \"a\", pattern = \"uniform\" }]\n",
+    )
+    .unwrap();
+    let out = ptb().args(["simulate", "--machine", MACHINE, "--workload"]).arg(&p).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("size_mib"), "{err}");
+    let out = ptb().args(["simulate", "--machine", MACHINE, "--workload", "nosuchthing"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ptb workloads"));
+}

@@ -1,0 +1,138 @@
+//! Per-thread access distributions: which page ranges a thread touches in its current phase
+//! ([`Piece`]s), the resulting share of its reads and writes per memory node, and its demand
+//! profile for the contention solver.
+
+use crate::layout::slice;
+use crate::run::{Piece, Run};
+use crate::solver::Demand;
+use crate::workload::Pattern;
+
+impl Run<'_> {
+    /// Rebuild the pieces of thread `t` for its current phase and progress.
+    pub(crate) fn build_pieces(&mut self, t: usize) {
+        let l = &self.sim.layout;
+        let th = &l.threads[t];
+        let app = &l.apps[th.app];
+        let st = &self.apps[th.app];
+        let mut pieces = std::mem::take(&mut self.threads[t].pieces);
+        pieces.clear();
+        if st.done_ns.is_none() && st.cur < app.sequence.len() {
+            let ph = &app.phases[app.sequence[st.cur]];
+            let n = app.n_threads;
+            let j = th.index;
+            let progress = if ph.work_instr > 0.0 { 1.0 - self.threads[t].remaining / ph.work_instr } else { 0.0 };
+            for a in &ph.access {
+                let np = l.objects[a.object].npages;
+                let w = a.weight;
+                let mut push = |(s, e): (usize, usize), r: f64, wr: f64| {
+                    pieces.push(Piece { obj: a.object, start: s, end: e, w_read: r, w_write: wr })
+                };
+                match a.pattern {
+                    Pattern::Private => push(slice(np, n, j), w, w),
+                    Pattern::Neighbours => {
+                        if n == 1 {
+                            push(slice(np, n, j), w, w);
+                        } else {
+                            let nb = a.neighbour_share;
+                            push(slice(np, n, j), w * (1.0 - nb), w * (1.0 - nb));
+                            push(slice(np, n, (j + n - 1) % n), w * nb / 2.0, w * nb / 2.0);
+                            push(slice(np, n, (j + 1) % n), w * nb / 2.0, w * nb / 2.0);
+                        }
+                    }
+                    Pattern::Uniform => push((0, np), w, w),
+                    Pattern::Hot => push((0, ((a.hot_fraction * np as f64).ceil() as usize).clamp(1, np)), w, w),
+                    Pattern::Stream => {
+                        let (s, e) = slice(np, n, j);
+                        let len = e - s;
+                        let win = ((a.window_fraction * len as f64).ceil() as usize).clamp(1, len);
+                        let off = ((progress.clamp(0.0, 1.0) * len as f64) as usize).min(len - win);
+                        push((s + off, s + off + win), w, w);
+                    }
+                    Pattern::AllToAll => {
+                        push((0, np), w, 0.0);
+                        push(slice(np, n, j), 0.0, w);
+                    }
+                }
+            }
+        }
+        self.threads[t].pieces = pieces;
+    }
+
+    /// Recompute thread `t`'s node shares and demand profile from its pieces and placement.
+    pub(crate) fn build_demand(&mut self, t: usize) {
+        let nn = self.sim.sm.n_nodes;
+        let l = &self.sim.layout;
+        let th = &l.threads[t];
+        let app = &l.apps[th.app];
+        let st = &self.apps[th.app];
+        let rt = &self.threads[t];
+        let mut fr = vec![0.0; nn];
+        let mut fw = vec![0.0; nn];
+        let mut hist = vec![0u64; nn];
+        let (mut tr, mut tw) = (0.0, 0.0);
+        for p in &rt.pieces {
+            hist.iter_mut().for_each(|h| *h = 0);
+            self.objs[p.obj].histogram(p.start, p.end, &mut hist);
+            let sum: u64 = hist.iter().sum();
+            if sum == 0 {
+                continue;
+            }
+            for n in 0..nn {
+                let s = hist[n] as f64 / sum as f64;
+                fr[n] += p.w_read * s;
+                fw[n] += p.w_write * s;
+            }
+            tr += p.w_read;
+            tw += p.w_write;
+        }
+        if tr > 0.0 {
+            fr.iter_mut().for_each(|x| *x /= tr);
+        }
+        if tw > 0.0 {
+            fw.iter_mut().for_each(|x| *x /= tw);
+        }
+        let running = rt.working && rt.stall_ns <= 0.0 && st.done_ns.is_none();
+        let ph = (st.cur < app.sequence.len()).then(|| &app.phases[app.sequence[st.cur]]);
+        let mut d = Demand::default();
+        if let (true, Some(ph)) = (running, ph) {
+            let g = self.sim.cpu_group[rt.cpu_pos];
+            let w = ph.write_share;
+            let sm = &self.sim.sm;
+            let mut dense: Vec<(u32, f64)> = Vec::new();
+            let mut l0 = 0.0;
+            for n in 0..nn {
+                let r = fr[n] * (1.0 - w);
+                let wr = fw[n] * w;
+                if r > 0.0 {
+                    l0 += r * sm.lat0(g, n);
+                    dense.extend(sm.read_res(g, n).iter().map(|&x| (x, r)));
+                }
+                if wr > 0.0 {
+                    l0 += wr * sm.lat0(g, n);
+                    dense.extend(sm.write_res(g, n).iter().map(|&x| (x, wr)));
+                }
+            }
+            dense.sort_by_key(|x| x.0);
+            let mut coeffs: Vec<(u32, f64)> = Vec::with_capacity(dense.len());
+            for (r, c) in dense {
+                match coeffs.last_mut() {
+                    Some(last) if last.0 == r => last.1 += c,
+                    _ => coeffs.push((r, c)),
+                }
+            }
+            let m = if tr + tw > 0.0 { ph.m } else { 0.0 };
+            d = Demand {
+                l0: if m > 0.0 { l0 } else { 0.0 },
+                coeffs,
+                speed: 1.0 / self.cpu_load[rt.cpu_pos].max(1) as f64,
+                ips: ph.ips,
+                m,
+                mlp: ph.mlp,
+            };
+        }
+        let rt = &mut self.threads[t];
+        rt.f_read = fr;
+        rt.f_write = fw;
+        rt.demand = d;
+    }
+}

@@ -1,0 +1,177 @@
+//! The simulator's [`Actuator`]: applies a validated plan to the run's state and charges what
+//! the moves cost.
+//!
+//! Costs (from the machine's `costs`, machines.md §4):
+//! - page migration: each moved page costs `max(page_us, page_bytes / copy_gbps)` of CPU time.
+//!   The CPU time of a plan is charged per application, split evenly over the application's
+//!   live threads on the destination node (all its threads when none runs there) — like the
+//!   kernel migrating on the faulting/calling threads. The copies also load the source
+//!   controller, the destination controller and the links between them (read from the source
+//!   on the destination's first CPU group, written locally) for as long as the copying lasts.
+//! - thread migration: `thread_us` of stall (lost cache contents) for every thread whose CPU
+//!   changes.
+//! Pages that cannot move are counted by reason: `ENOENT` (no such page or not yet
+//! allocated), `ENOMEM` (destination full).
+
+use crate::run::{Background, Run};
+use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
+use std::collections::BTreeMap;
+
+pub(crate) struct SimActuator<'r, 'a> {
+    pub run: &'r mut Run<'a>,
+}
+
+impl Actuator for SimActuator<'_, '_> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            move_threads: true,
+            move_pages: true,
+            interleave_ranges: true,
+            weighted_interleave: true,
+            real: false,
+        }
+    }
+
+    fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
+        Ok(self.run.apply_plan(plan))
+    }
+}
+
+impl Run<'_> {
+    pub(crate) fn apply_plan(&mut self, plan: &Plan) -> ApplyReport {
+        let mut rep = ApplyReport::default();
+        let costs = self.sim.machine.costs.clone();
+        // Threads.
+        for mv in &plan.threads {
+            let Some(t) = self.thread_by_tid(mv.tid) else { continue };
+            let (aff, pos) = match mv.to {
+                ThreadTarget::Cpu(c) => {
+                    let mut s = ptb_topology::CpuSet::new();
+                    s.insert(c);
+                    (s, self.sim.cpu_pos(c))
+                }
+                ThreadTarget::Node(n) => {
+                    let cpus = self.sim.machine.node(n).cpus.clone();
+                    let pos = self.least_loaded(t, &cpus);
+                    (cpus, pos)
+                }
+            };
+            let Some(pos) = pos else { continue };
+            self.threads[t].affinity = Some(aff);
+            if self.place_thread(t, pos) {
+                rep.threads_moved += 1;
+                if self.now_ns > 0.0 {
+                    let ns = costs.thread_us * 1e3;
+                    self.threads[t].stall_ns += ns;
+                    self.acc.thread_migration_ns += ns;
+                    rep.seconds += ns / 1e9;
+                }
+            }
+        }
+        // Pages: collect (object, page, to).
+        let l = &self.sim.layout;
+        let mut moves: Vec<(usize, usize, usize)> = Vec::new();
+        for pm in &plan.pages {
+            match l.find_page(pm.page.app as usize, pm.page.vpn) {
+                Some((o, p)) if self.objs[o].get(p).is_some() => moves.push((o, p, pm.to.ix())),
+                _ => *rep.pages_failed.entry("ENOENT".into()).or_default() += 1,
+            }
+        }
+        for r in &plan.ranges {
+            let targets: Vec<usize> = match &r.op {
+                RangeOp::MoveTo(n) => vec![n.ix()],
+                RangeOp::Interleave(ns) => ns.iter().map(|n| n.ix()).collect(),
+                RangeOp::Weighted(ws) => {
+                    ws.iter().flat_map(|(n, w)| std::iter::repeat_n(n.ix(), *w as usize)).collect()
+                }
+            };
+            if targets.is_empty() {
+                continue;
+            }
+            rep.ranges_applied += 1;
+            let Some(a) = l.apps.get(r.app as usize) else { continue };
+            for o in a.first_object..a.first_object + a.n_objects {
+                let obj = &l.objects[o];
+                let s = r.start_vpn.max(obj.start_vpn);
+                let e = (r.start_vpn + r.npages).min(obj.start_vpn + obj.npages as u64);
+                for vpn in s..e {
+                    let p = (vpn - obj.start_vpn) as usize;
+                    if self.objs[o].get(p).is_some() {
+                        moves.push((o, p, targets[(vpn % targets.len() as u64) as usize]));
+                    }
+                }
+            }
+        }
+        let ps = self.sim.machine.page_size as f64;
+        let per_page_ns = (costs.page_us * 1e3).max(ps / costs.copy_gbps.max(1e-6));
+        // (app, dest node) -> pages; (src, dst) -> pages
+        let mut per_app_dst: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        let mut per_pair: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        for (o, p, to) in moves {
+            let Some(from) = self.objs[o].get(p) else { continue };
+            if from == to {
+                continue;
+            }
+            if self.used_pages[to] >= self.cap_pages[to] {
+                *rep.pages_failed.entry("ENOMEM".into()).or_default() += 1;
+                continue;
+            }
+            self.alloc_page(o, p, to);
+            rep.pages_moved += 1;
+            *per_app_dst.entry((l.objects[o].app, to)).or_default() += 1;
+            *per_pair.entry((from, to)).or_default() += 1;
+        }
+        if rep.pages_moved > 0 {
+            self.dirty = true;
+            let mut longest: f64 = 0.0;
+            for (&(app, dst), &n) in &per_app_dst {
+                let a = &l.apps[app];
+                let live: Vec<usize> =
+                    (a.first_thread..a.first_thread + a.n_threads).filter(|&t| self.threads[t].alive).collect();
+                let on_dst: Vec<usize> = live.iter().copied().filter(|&t| self.node_of(t) == dst).collect();
+                let who = if on_dst.is_empty() { live } else { on_dst };
+                let total = n as f64 * per_page_ns;
+                self.acc.page_migration_ns += total;
+                rep.seconds += total / 1e9;
+                if who.is_empty() {
+                    continue;
+                }
+                let each = total / who.len() as f64;
+                longest = longest.max(each);
+                for t in who {
+                    self.threads[t].stall_ns += each;
+                }
+            }
+            // Copy traffic over the copying duration.
+            let dur = longest.max(1e3);
+            let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
+            for (&(from, to), &n) in &per_pair {
+                let g = self.copy_group(from, to);
+                let bytes = n as f64 * ps;
+                for &r in self.sim.sm.read_res(g, from) {
+                    *loads.entry(r).or_default() += bytes / dur;
+                }
+                for &r in self.sim.sm.write_res(g, to) {
+                    *loads.entry(r).or_default() += bytes / dur;
+                }
+            }
+            self.background.push(Background { until_ns: self.now_ns + dur, loads: loads.into_iter().collect() });
+        }
+        self.acc.pages_migrated += rep.pages_moved;
+        self.acc.threads_migrated += rep.threads_moved;
+        for (k, v) in &rep.pages_failed {
+            *self.acc.pages_failed.entry(k.clone()).or_default() += v;
+        }
+        if rep.threads_moved > 0 {
+            self.dirty = true;
+        }
+        rep
+    }
+
+    /// The CPU group that copies pages from `from` to `to`: the destination's first group, else
+    /// the source's, else group 0.
+    fn copy_group(&self, from: usize, to: usize) -> usize {
+        let m = &self.sim.machine;
+        m.nodes[to].groups.first().or(m.nodes[from].groups.first()).map_or(0, |g| g.ix())
+    }
+}

@@ -1,0 +1,349 @@
+//! The driver loop: advance simulated time step by step, solve contention, advance threads,
+//! deliver samples, run policy cycles and apply their plans.
+//!
+//! A step ends at the earliest of: `max_step` after its start, the next policy cycle, the next
+//! hinting-fault scan, the end of a pending stall or page-copy transfer, and the moment a
+//! thread finishes its phase work — so phase ends are exact and nothing changes inside a step.
+//! The contention solve is skipped when nothing that feeds it changed.
+
+use crate::error::SimError;
+use crate::run::Run;
+use ptb_policy::{validate_plan, Actuator, PageLocations, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
+use std::time::{Duration, Instant};
+
+impl Run<'_> {
+    /// Put every application in its first phase with work.
+    pub(crate) fn start_apps(&mut self) {
+        for a in 0..self.apps.len() {
+            self.enter_phase(a);
+        }
+    }
+
+    /// Start the app's current phase (skipping phases without work); finish the app at the end.
+    fn enter_phase(&mut self, a: usize) {
+        let l = &self.sim.layout;
+        let app = &l.apps[a];
+        loop {
+            let st = &mut self.apps[a];
+            if st.cur >= app.sequence.len() {
+                self.finish_app(a);
+                return;
+            }
+            st.phase_started_ns = self.now_ns;
+            let ph = &app.phases[app.sequence[st.cur]];
+            let mut any = false;
+            for i in 0..app.n_threads {
+                let t = app.first_thread + i;
+                let w = ph.active[i] && ph.work_instr > 0.0;
+                self.threads[t].working = w;
+                self.threads[t].remaining = if w { ph.work_instr } else { 0.0 };
+                any |= w;
+            }
+            if any {
+                for i in 0..app.n_threads {
+                    self.build_pieces(app.first_thread + i);
+                }
+                self.dirty = true;
+                return;
+            }
+            self.apps[a].cur += 1;
+        }
+    }
+
+    fn finish_app(&mut self, a: usize) {
+        let app = &self.sim.layout.apps[a];
+        self.apps[a].done_ns = Some(self.now_ns);
+        for t in app.first_thread..app.first_thread + app.n_threads {
+            let rt = &mut self.threads[t];
+            if rt.alive {
+                rt.alive = false;
+                rt.working = false;
+                self.cpu_load[rt.cpu_pos] -= 1;
+            }
+        }
+        self.dirty = true;
+    }
+
+    fn all_done(&self) -> bool {
+        self.apps.iter().all(|a| a.done_ns.is_some())
+    }
+
+    /// Use a sampling request from now on.
+    pub(crate) fn set_sampling(&mut self, req: SamplingRequest) {
+        self.sampling = req;
+        match req.mode {
+            SamplingMode::HintFaults { scan_period, .. } => {
+                if !self.next_scan_ns.is_finite() {
+                    self.next_scan_ns = self.now_ns + (scan_period.as_nanos() as f64).max(1e3);
+                }
+            }
+            _ => self.next_scan_ns = f64::INFINITY,
+        }
+    }
+
+    /// Run to the end. `policy` is called every cycle when given.
+    pub(crate) fn drive(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
+        let opts = &self.sim.opts;
+        let max_step = opts.max_step_ms * 1e6;
+        let max_ns = opts.max_sim_s * 1e9;
+        let cycle_ns = |r: &SamplingRequest| (r.cycle.as_nanos() as f64).max(1e6);
+        let mut next_cycle = if policy.is_some() { cycle_ns(&self.sampling) } else { f64::INFINITY };
+        let nt = self.threads.len();
+        let mut overhead = vec![0.0f64; nt];
+        let cap: Vec<f64> = self.sim.sm.resources.iter().map(|r| r.capacity).collect();
+        let svc: Vec<f64> = self.sim.sm.resources.iter().map(|r| r.service_ns).collect();
+        let line = self.sim.machine.line_size as f64;
+        self.start_apps();
+        while !self.all_done() {
+            if self.now_ns > max_ns {
+                return Err(SimError::Options(format!(
+                    "the run did not finish within {} simulated seconds (raise max_sim_s or lower --duration-scale)",
+                    opts.max_sim_s
+                )));
+            }
+            // Expired page copies.
+            let before = self.background.len();
+            let now = self.now_ns;
+            self.background.retain(|b| b.until_ns > now + 1e-3);
+            if self.background.len() != before {
+                self.dirty = true;
+            }
+            let streaming = self.streaming_threads();
+            if self.dirty || !streaming.is_empty() {
+                for &t in &streaming {
+                    self.build_pieces(t);
+                }
+                if self.dirty {
+                    for t in 0..nt {
+                        self.build_demand(t);
+                    }
+                } else {
+                    for &t in &streaming {
+                        self.build_demand(t);
+                    }
+                }
+                self.bg_vec.iter_mut().for_each(|x| *x = 0.0);
+                for b in &self.background {
+                    for &(r, v) in &b.loads {
+                        self.bg_vec[r as usize] += v;
+                    }
+                }
+                let demands: Vec<_> = self.threads.iter().map(|t| t.demand.clone()).collect();
+                let rates = self.solver.solve(&demands, &cap, &svc, &self.bg_vec, line, &self.sim.opts.model);
+                for (t, r) in self.threads.iter_mut().zip(rates) {
+                    t.rate = r;
+                }
+                self.dirty = false;
+            }
+            // Step length.
+            let mut t1 = (self.now_ns + max_step).min(next_cycle).min(self.next_scan_ns);
+            for b in &self.background {
+                t1 = t1.min(b.until_ns);
+            }
+            for rt in self.threads.iter().filter(|r| r.working) {
+                if rt.stall_ns > 0.0 {
+                    t1 = t1.min(self.now_ns + rt.stall_ns);
+                } else if rt.rate.instr_per_ns > 0.0 {
+                    t1 = t1.min(self.now_ns + rt.remaining / rt.rate.instr_per_ns);
+                }
+            }
+            let t1 = t1.max(self.now_ns + 1.0);
+            let dt = t1 - self.now_ns;
+            // Samples of this step.
+            overhead.iter_mut().for_each(|o| *o = 0.0);
+            match self.sampling.mode {
+                SamplingMode::Address { period } => self.address_samples(period.max(1), self.now_ns, dt, &mut overhead),
+                SamplingMode::HintFaults { .. } => self.deliver_hint_faults(t1, &mut overhead),
+                SamplingMode::None => {}
+            }
+            self.advance(dt, &overhead);
+            self.now_ns = t1;
+            // Barriers.
+            for a in 0..self.apps.len() {
+                if self.apps[a].done_ns.is_some() {
+                    continue;
+                }
+                let app = &self.sim.layout.apps[a];
+                let busy = (app.first_thread..app.first_thread + app.n_threads).any(|t| self.threads[t].working);
+                if !busy {
+                    let st = &mut self.apps[a];
+                    let pi = app.sequence[st.cur];
+                    st.phase_ns[pi] += self.now_ns - st.phase_started_ns;
+                    st.cur += 1;
+                    self.enter_phase(a);
+                }
+            }
+            if self.all_done() {
+                break;
+            }
+            if self.now_ns >= self.next_scan_ns - 1e-3 {
+                if let SamplingMode::HintFaults { scan_bytes, scan_period } = self.sampling.mode {
+                    self.scan(scan_bytes, scan_period);
+                    self.next_scan_ns = self.now_ns + (scan_period.as_nanos() as f64).max(1e3);
+                }
+            }
+            if self.now_ns >= next_cycle - 1e-3 {
+                if let Some(p) = policy.as_deref_mut() {
+                    self.cycle(p, Duration::from_nanos(cycle_ns(&self.sampling) as u64))?;
+                    next_cycle = self.now_ns + cycle_ns(&self.sampling);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn streaming_threads(&self) -> Vec<usize> {
+        let l = &self.sim.layout;
+        (0..self.threads.len())
+            .filter(|&t| {
+                let rt = &self.threads[t];
+                if !rt.working {
+                    return false;
+                }
+                let a = l.threads[t].app;
+                let st = &self.apps[a];
+                let app = &l.apps[a];
+                st.cur < app.sequence.len() && app.phases[app.sequence[st.cur]].has_stream
+            })
+            .collect()
+    }
+
+    /// Advance every thread by `dt` ns, charging `overhead` (sampling) to the threads.
+    fn advance(&mut self, dt: f64, overhead: &[f64]) {
+        let nn = self.sim.sm.n_nodes;
+        for t in 0..self.threads.len() {
+            let node = self.node_of(t);
+            let app = self.sim.layout.threads[t].app;
+            let la = &self.sim.layout.apps[app];
+            let ws = la.phases[la.sequence[self.apps[app].cur.min(la.sequence.len() - 1)]].write_share;
+            let rt = &mut self.threads[t];
+            if !rt.working {
+                continue;
+            }
+            if rt.stall_ns > 0.0 {
+                rt.stall_ns -= dt;
+                if rt.stall_ns < 1e-3 {
+                    rt.stall_ns = 0.0;
+                    self.dirty = true;
+                }
+                rt.stall_ns += overhead[t];
+                continue;
+            }
+            let ov = overhead[t].min(dt);
+            let run = dt - ov;
+            if overhead[t] > ov {
+                rt.stall_ns += overhead[t] - ov;
+                self.dirty = true;
+            }
+            rt.remaining -= rt.rate.instr_per_ns * run;
+            let lines = rt.rate.lines_per_ns * run;
+            if lines > 0.0 {
+                for n in 0..nn {
+                    let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
+                    self.acc.access[node * nn + n] += lines * share;
+                }
+                self.acc.app_lines[app] += lines;
+            }
+            if rt.remaining <= 0.5 {
+                rt.remaining = 0.0;
+                rt.working = false;
+                self.dirty = true;
+            }
+        }
+        for (r, u) in self.solver.u.iter().enumerate() {
+            self.acc.util_ns[r] += u * dt;
+            self.acc.util_max[r] = self.acc.util_max[r].max(*u);
+        }
+        self.acc.sim_ns += dt;
+    }
+
+    /// One policy cycle: snapshot, decide (timed), validate, apply.
+    fn cycle(&mut self, policy: &mut dyn Policy, cycle: Duration) -> Result<(), SimError> {
+        let threads = self.thread_states();
+        if threads.is_empty() {
+            return Ok(());
+        }
+        let l = &self.sim.layout;
+        let ps = self.sim.machine.page_size;
+        let mut pages = PageLocations::new();
+        for s in &self.samples {
+            let key = s.page(ps);
+            if let Some((o, p)) = l.find_page(key.app as usize, key.vpn) {
+                if let Some(n) = self.objs[o].get(p) {
+                    pages.insert(key, ptb_topology::NodeIdx::from_ix(n));
+                }
+            }
+        }
+        let regions: Vec<Region> = l
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| self.apps[o.app].done_ns.is_none())
+            .map(|(i, o)| Region {
+                app: o.app as u32,
+                start_vpn: o.start_vpn,
+                npages: o.npages as u64,
+                name: o.name.clone(),
+                resident: self.objs[i].totals().to_vec(),
+            })
+            .collect();
+        let free = self.free_bytes();
+        let period = match self.sampling.mode {
+            SamplingMode::Address { period } => {
+                let kept = self.samples.len() as u64;
+                if kept > 0 {
+                    period.saturating_mul(kept + self.samples_dropped_cycle) / kept
+                } else {
+                    period
+                }
+            }
+            _ => 0,
+        };
+        let snap = Snapshot {
+            machine: &self.sim.machine,
+            allowed: &self.sim.allowed,
+            now: Duration::from_nanos(self.now_ns as u64),
+            cycle,
+            threads: &threads,
+            samples: &self.samples,
+            sampling_period: period,
+            pages: &pages,
+            regions: &regions,
+            free_bytes: &free,
+        };
+        let started = Instant::now();
+        let plan = policy.decide(&snap);
+        let took = started.elapsed();
+        self.acc.decision_ns += took.as_nanos() as f64;
+        self.acc.cycles += 1;
+        validate_plan(&plan, &snap).map_err(|e| SimError::InvalidPlan {
+            policy: policy.name(),
+            cycle: self.acc.cycles,
+            time_s: self.now_ns / 1e9,
+            reason: e.to_string(),
+        })?;
+        drop(snap);
+        for (k, v) in &plan.stats {
+            *self.acc.policy_stats.entry(k.clone()).or_default() += v;
+        }
+        let mut act = crate::actuator::SimActuator { run: self };
+        let _ = act.apply(&plan);
+        if self.sim.opts.charge_decision {
+            let ns = took.as_nanos() as f64;
+            if let Some(t) =
+                (0..self.threads.len()).filter(|&t| self.threads[t].alive).min_by_key(|&t| (self.threads[t].cpu_pos, t))
+            {
+                self.threads[t].stall_ns += ns;
+                self.acc.decision_charged_ns += ns;
+                self.dirty = true;
+            }
+        }
+        if let Some(s) = plan.sampling {
+            self.set_sampling(s);
+        }
+        self.acc.samples_dropped += self.samples_dropped_cycle;
+        self.samples.clear();
+        self.samples_dropped_cycle = 0;
+        Ok(())
+    }
+}

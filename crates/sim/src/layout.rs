@@ -1,0 +1,223 @@
+//! The static shape of a run: applications, their threads and objects laid out in address
+//! spaces, and the phases compiled to per-object access entries.
+//!
+//! Each workload is one application (`AppId` = its position in the run). Objects of an app
+//! are placed one after another from virtual page [`BASE_VPN`], each aligned to 2 MiB.
+//! Thread ids are `(app + 1) * 100000 + index` so they are unique across applications.
+
+use crate::error::SimError;
+use crate::workload::{parse_init, Init, Pattern, Workload};
+use ptb_profile::{AppId, Tid};
+use ptb_topology::CpuSet;
+use serde::{Deserialize, Serialize};
+
+/// First virtual page of every address space (4 GiB with 4 KiB pages).
+pub const BASE_VPN: u64 = 1 << 20;
+
+/// One application.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AppLayout {
+    pub app: AppId,
+    pub workload: String,
+    /// Global thread indices `[first, first + count)`.
+    pub first_thread: usize,
+    pub n_threads: usize,
+    /// Global object indices `[first, first + count)`.
+    pub first_object: usize,
+    pub n_objects: usize,
+    /// Phase sequence (indices into `phases`), iterations expanded.
+    pub sequence: Vec<usize>,
+    pub phases: Vec<CompiledPhase>,
+}
+
+/// One thread.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThreadLayout {
+    pub tid: Tid,
+    pub app: usize,
+    /// Index inside its application.
+    pub index: usize,
+}
+
+/// One memory object.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectLayout {
+    pub app: usize,
+    pub name: String,
+    pub start_vpn: u64,
+    pub npages: usize,
+    /// App thread indices that first-touch equal slices of the object, in order.
+    pub initialisers: Vec<usize>,
+}
+
+/// One access entry of a compiled phase.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompiledAccess {
+    /// Global object index.
+    pub object: usize,
+    pub pattern: Pattern,
+    /// Normalised share of the phase's accesses.
+    pub weight: f64,
+    pub hot_fraction: f64,
+    pub neighbour_share: f64,
+    pub window_fraction: f64,
+}
+
+/// A phase with its per-thread numbers resolved.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompiledPhase {
+    pub name: String,
+    /// Instructions per active thread.
+    pub work_instr: f64,
+    /// Accesses per instruction.
+    pub m: f64,
+    pub write_share: f64,
+    pub mlp: f64,
+    /// Instructions per ns.
+    pub ips: f64,
+    /// Which app threads work in this phase.
+    pub active: Vec<bool>,
+    pub access: Vec<CompiledAccess>,
+    pub has_stream: bool,
+}
+
+/// The whole run's layout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Layout {
+    pub apps: Vec<AppLayout>,
+    pub threads: Vec<ThreadLayout>,
+    pub objects: Vec<ObjectLayout>,
+}
+
+impl Layout {
+    /// Lay out `workloads`; `per_cpu` resolves "per-cpu" thread counts, `threads` overrides all
+    /// counts, `duration_scale` multiplies all work.
+    pub fn build(
+        workloads: &[Workload],
+        per_cpu: usize,
+        threads: Option<usize>,
+        duration_scale: f64,
+        page_size: u64,
+    ) -> Result<Layout, SimError> {
+        let mut l = Layout { apps: vec![], threads: vec![], objects: vec![] };
+        for (a, w) in workloads.iter().enumerate() {
+            let origin = format!("workload `{}`", w.name);
+            w.validate(&origin)?;
+            let n = threads.unwrap_or_else(|| w.thread_count(per_cpu)).max(1);
+            let first_thread = l.threads.len();
+            for i in 0..n {
+                l.threads.push(ThreadLayout { tid: ((a as u32) + 1) * 100_000 + i as u32, app: a, index: i });
+            }
+            let first_object = l.objects.len();
+            let mut vpn = BASE_VPN;
+            for (oi, o) in w.objects.iter().enumerate() {
+                let npages = ((o.size_mib * 1024.0 * 1024.0) / page_size as f64).ceil().max(1.0) as usize;
+                let initialisers = match parse_init(&o.init)
+                    .map_err(|r| SimError::workload(&origin, format!("object[{oi}].init"), r))?
+                {
+                    Init::Thread(k) => vec![(k as usize) % n],
+                    Init::Threads(v) => v.iter().map(|&k| (k as usize) % n).collect(),
+                    Init::Parallel => (0..n).collect(),
+                };
+                l.objects.push(ObjectLayout { app: a, name: o.name.clone(), start_vpn: vpn, npages, initialisers });
+                vpn += (npages as u64).div_ceil(512) * 512 + 512;
+            }
+            let mut phases = Vec::new();
+            for (pi, p) in w.phases.iter().enumerate() {
+                let active = match &p.threads {
+                    None => vec![true; n],
+                    Some(t) => {
+                        let set = CpuSet::parse_list(t)
+                            .map_err(|e| SimError::workload(&origin, format!("phase[{pi}].threads"), e.to_string()))?;
+                        (0..n).map(|i| set.contains_raw(i as u32)).collect()
+                    }
+                };
+                let total_w: f64 = p.access.iter().map(|x| x.weight).sum();
+                let access = p
+                    .access
+                    .iter()
+                    .map(|x| CompiledAccess {
+                        object: first_object + w.objects.iter().position(|o| o.name == x.object).unwrap_or(0),
+                        pattern: x.pattern,
+                        weight: x.weight / total_w,
+                        hot_fraction: x.hot_fraction.unwrap_or(0.1),
+                        neighbour_share: x.neighbour_share.unwrap_or(0.2),
+                        window_fraction: x.window_fraction.unwrap_or(1.0 / 16.0),
+                    })
+                    .collect::<Vec<_>>();
+                phases.push(CompiledPhase {
+                    name: p.name.clone(),
+                    work_instr: p.work_ginstr * 1e9 * duration_scale,
+                    m: if access.is_empty() { 0.0 } else { p.apki / 1000.0 },
+                    write_share: p.write_share,
+                    mlp: p.mlp,
+                    ips: p.ips,
+                    active,
+                    has_stream: access.iter().any(|x| x.pattern == Pattern::Stream),
+                    access,
+                });
+            }
+            let sequence = (0..w.iterations).flat_map(|_| 0..w.phases.len()).collect();
+            l.apps.push(AppLayout {
+                app: a as AppId,
+                workload: w.name.clone(),
+                first_thread,
+                n_threads: n,
+                first_object,
+                n_objects: w.objects.len(),
+                sequence,
+                phases,
+            });
+        }
+        Ok(l)
+    }
+
+    /// The object holding page `vpn` of app `app`, and the page's index in it.
+    pub fn find_page(&self, app: usize, vpn: u64) -> Option<(usize, usize)> {
+        let a = self.apps.get(app)?;
+        let objs = &self.objects[a.first_object..a.first_object + a.n_objects];
+        let i = objs.partition_point(|o| o.start_vpn <= vpn);
+        if i == 0 {
+            return None;
+        }
+        let o = &objs[i - 1];
+        let off = vpn - o.start_vpn;
+        (off < o.npages as u64).then(|| (a.first_object + i - 1, off as usize))
+    }
+
+    /// Total pages of all objects.
+    pub fn total_pages(&self) -> u64 {
+        self.objects.iter().map(|o| o.npages as u64).sum()
+    }
+}
+
+/// Slice `j` of `t` equal slices of `[0, npages)` (never empty).
+pub fn slice(npages: usize, t: usize, j: usize) -> (usize, usize) {
+    let t = t.max(1);
+    let s = j * npages / t;
+    let e = (j + 1) * npages / t;
+    if e > s {
+        (s, e)
+    } else {
+        let s = s.min(npages.saturating_sub(1));
+        (s, s + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_cover_the_object() {
+        for (n, t) in [(100, 7), (5, 8), (1_000_000, 64)] {
+            let mut covered = 0;
+            for j in 0..t {
+                let (s, e) = slice(n, t, j);
+                assert!(e > s && e <= n);
+                covered += e - s;
+            }
+            assert!(covered >= n);
+        }
+    }
+}

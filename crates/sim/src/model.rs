@@ -1,0 +1,41 @@
+//! Fitted parameters of the performance model that belong to the simulator rather than to a
+//! machine: queueing service times and the utilisation cap. Each value says where it comes from.
+
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the contention model (see the crate docs for the equations).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelParams {
+    /// Queueing service time `s_R` of a memory controller, ns. Chosen so that a controller at
+    /// 90% utilisation adds ~70 ns (Skylake 6140: ~90 ns idle -> ~166 ns at its ~210 GB/s
+    /// ceiling, machines.md §3).
+    pub controller_service_ns: f64,
+    /// Queueing service time of one directed interconnect link, ns (same reasoning).
+    pub link_service_ns: f64,
+    /// Queueing service time of a group's own path to one node (the per-pair Bandwidth Graph
+    /// limit: request queues of the die), ns.
+    pub path_service_ns: f64,
+    /// Highest utilisation the delay formula is evaluated at (`q = s*u/(1-u)` is capped there);
+    /// demand above capacity is then removed by scaling the rates down, so `u <= 1` always.
+    pub u_max: f64,
+    /// Fixed-point iterations per solve (warm-started, stops early on convergence).
+    pub max_iterations: usize,
+    /// Convergence tolerance on utilisation.
+    pub tolerance: f64,
+    /// Idle local latency used when the machine gives neither a latency matrix nor distances, ns.
+    pub default_local_ns: f64,
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        ModelParams {
+            controller_service_ns: 8.0,
+            link_service_ns: 8.0,
+            path_service_ns: 8.0,
+            u_max: 0.99,
+            max_iterations: 200,
+            tolerance: 1e-5,
+            default_local_ns: 80.0,
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The public entry point: a [`Simulation`] of some workloads on a machine, run under a policy
+//! ([`Simulation::run_policy`]) or a fixed placement ([`Simulation::run_static`]).
+
+use crate::error::SimError;
+use crate::layout::Layout;
+use crate::machine::SimMachine;
+use crate::metrics::RunResult;
+use crate::model::ModelParams;
+use crate::run::Run;
+use crate::workload::Workload;
+use ptb_policy::{
+    validate_plan, AllocPolicy, PageLocations, Params, Plan, Policy, PolicyKind, PolicySpec, Snapshot, StartContext,
+    ThreadTarget,
+};
+use ptb_topology::{CpuId, Machine, NodeIdx, NodeSet};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Options of a simulation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimOptions {
+    /// Seed of every random draw of the run (combined with each workload's seed).
+    pub seed: u64,
+    /// Threads per application (overrides the workloads' counts).
+    pub threads: Option<usize>,
+    /// Kernel node ids the run may use (like `numactl --cpunodebind --membind`); all when absent.
+    pub nodes: Option<NodeSet>,
+    /// Multiplies the work of every phase.
+    pub duration_scale: f64,
+    /// Longest simulated time step, ms.
+    pub max_step_ms: f64,
+    /// Charge the measured decision time to the run (as a stall of the thread on the lowest
+    /// allowed CPU). Off by default so results are deterministic; decision time is always
+    /// reported beside the run.
+    pub charge_decision: bool,
+    /// Most address samples kept per policy cycle (the rest are counted as dropped).
+    pub max_samples_per_cycle: usize,
+    /// A run that has not finished after this many simulated seconds is an error.
+    pub max_sim_s: f64,
+    pub model: ModelParams,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            seed: 1,
+            threads: None,
+            nodes: None,
+            duration_scale: 1.0,
+            max_step_ms: 10.0,
+            charge_decision: false,
+            max_samples_per_cycle: 1_000_000,
+            max_sim_s: 3600.0,
+            model: ModelParams::default(),
+        }
+    }
+}
+
+/// How one object's pages are placed in a static run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectPlacement {
+    /// Where its initialising threads run (after the static thread placement).
+    FirstTouch,
+    /// Share of the pages per node (dense node index; need not be normalised), spread page by
+    /// page with smooth weighted round-robin so every part of the object gets the same mix.
+    Fractions(Vec<f64>),
+}
+
+/// A fixed placement of every thread and object (what the oracle searches over).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StaticPlacement {
+    /// Label of the run in results.
+    pub label: String,
+    /// One target per thread in [`Layout::threads`] order; empty = the default spread.
+    pub threads: Vec<ThreadTarget>,
+    /// One entry per object in [`Layout::objects`] order; empty = first touch for all.
+    pub objects: Vec<ObjectPlacement>,
+}
+
+/// A machine, some workloads (run together, one application each) and options.
+pub struct Simulation {
+    pub(crate) machine: Machine,
+    pub(crate) sm: SimMachine,
+    pub(crate) workloads: Vec<Workload>,
+    pub(crate) layout: Layout,
+    pub(crate) opts: SimOptions,
+    /// Dense indices of the allowed nodes.
+    pub(crate) allowed: NodeSet,
+    /// Every CPU of the machine, ascending.
+    pub(crate) cpus: Vec<CpuId>,
+    pub(crate) cpu_node: Vec<usize>,
+    pub(crate) cpu_group: Vec<usize>,
+    /// Allowed nodes with memory (dense).
+    pub(crate) mem_nodes: Vec<usize>,
+    reference: Mutex<Option<RunResult>>,
+}
+
+impl Simulation {
+    /// Set up a simulation. Fails on a machine the simulator cannot use, a bad node list or
+    /// invalid workloads.
+    pub fn new(machine: Machine, workloads: Vec<Workload>, opts: SimOptions) -> Result<Self, SimError> {
+        if workloads.is_empty() {
+            return Err(SimError::Options("no workload given".into()));
+        }
+        if !(opts.duration_scale.is_finite() && opts.duration_scale > 0.0) {
+            return Err(SimError::Options(format!("duration scale {} must be > 0", opts.duration_scale)));
+        }
+        if !(opts.max_step_ms.is_finite() && opts.max_step_ms > 0.0) {
+            return Err(SimError::Options(format!("max step {} ms must be > 0", opts.max_step_ms)));
+        }
+        if opts.threads == Some(0) || opts.threads.is_some_and(|t| t > crate::workload::MAX_THREADS as usize) {
+            return Err(SimError::Options(format!("--threads must be 1..={}", crate::workload::MAX_THREADS)));
+        }
+        let sm = SimMachine::new(&machine, &opts.model)?;
+        let allowed: NodeSet = match &opts.nodes {
+            None => machine.all_nodes(),
+            Some(ids) => {
+                let mut s = NodeSet::new();
+                for id in ids.iter_raw() {
+                    let idx = machine.node_idx(ptb_topology::NodeId(id)).ok_or_else(|| {
+                        let known: Vec<u32> = machine.nodes.iter().map(|n| n.id.0).collect();
+                        SimError::Options(format!(
+                            "--nodes: machine `{}` has no node {id} (nodes: {known:?})",
+                            machine.name
+                        ))
+                    })?;
+                    s.insert_raw(idx.0 as u32);
+                }
+                s
+            }
+        };
+        if !allowed.iter_idx().any(|n| machine.node(n).has_cpus()) {
+            return Err(SimError::Options("--nodes: the allowed nodes have no CPUs".into()));
+        }
+        let mem_nodes: Vec<usize> =
+            allowed.iter_idx().filter(|n| machine.node(*n).has_memory()).map(|n| n.ix()).collect();
+        if mem_nodes.is_empty() {
+            return Err(SimError::Options("--nodes: the allowed nodes have no memory".into()));
+        }
+        let cpus = machine.cpus();
+        let cpu_node = cpus.iter().map(|c| machine.node_of_cpu(*c).map_or(0, |n| n.ix())).collect::<Vec<_>>();
+        let cpu_group = cpus.iter().map(|c| machine.group_of_cpu(*c).map_or(0, |g| g.ix())).collect::<Vec<_>>();
+        let per_cpu = cpu_node.iter().filter(|&&n| allowed.contains_idx(NodeIdx::from_ix(n))).count();
+        let layout = Layout::build(&workloads, per_cpu, opts.threads, opts.duration_scale, machine.page_size)?;
+        Ok(Simulation {
+            machine,
+            sm,
+            workloads,
+            layout,
+            opts,
+            allowed,
+            cpus,
+            cpu_node,
+            cpu_group,
+            mem_nodes,
+            reference: Mutex::new(None),
+        })
+    }
+
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// Threads and objects of the run (the order [`StaticPlacement`] uses).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn workloads(&self) -> &[Workload] {
+        &self.workloads
+    }
+
+    pub fn options(&self) -> &SimOptions {
+        &self.opts
+    }
+
+    /// Dense indices of the nodes the run may use.
+    pub fn allowed(&self) -> &NodeSet {
+        &self.allowed
+    }
+
+    /// How the machine model was turned into resources (fallbacks used).
+    pub fn notes(&self) -> &[String] {
+        &self.sm.notes
+    }
+
+    pub(crate) fn cpu_pos(&self, c: CpuId) -> Option<usize> {
+        self.cpus.binary_search(&c).ok()
+    }
+
+    pub(crate) fn is_mem_allowed(&self, n: usize) -> bool {
+        self.mem_nodes.contains(&n)
+    }
+
+    /// The first-touch reference run (computed once, then cached).
+    pub fn first_touch(&self) -> Result<RunResult, SimError> {
+        if let Some(r) = self.reference.lock().ok().and_then(|g| g.clone()) {
+            return Ok(r);
+        }
+        let p = ptb_policy::build(PolicySpec::plain(PolicyKind::FirstTouch), &Params::new())
+            .map_err(|e| SimError::Policy { policy: "first-touch".into(), reason: e.to_string() })?;
+        let mut r = self.run_raw(p)?;
+        r.speedup_vs_first_touch = Some(1.0);
+        if let Ok(mut g) = self.reference.lock() {
+            *g = Some(r.clone());
+        }
+        Ok(r)
+    }
+
+    fn with_speedup(&self, mut r: RunResult) -> Result<RunResult, SimError> {
+        let base = self.first_touch()?;
+        r.speedup_vs_first_touch = (r.runtime_s > 0.0).then(|| base.runtime_s / r.runtime_s);
+        Ok(r)
+    }
+
+    /// Run under a policy built by name with parameters; the speed-up is against first touch.
+    pub fn run_policy(&self, spec: PolicySpec, params: &Params) -> Result<RunResult, SimError> {
+        if spec == PolicySpec::plain(PolicyKind::FirstTouch) {
+            return self.first_touch();
+        }
+        let p = ptb_policy::build(spec, params)
+            .map_err(|e| SimError::Policy { policy: spec.to_string(), reason: e.to_string() })?;
+        let mut r = self.run_raw(p)?;
+        r.policy = spec.to_string();
+        self.with_speedup(r)
+    }
+
+    /// Run under an already-built policy object.
+    pub fn run_with(&self, policy: Box<dyn Policy>) -> Result<RunResult, SimError> {
+        let r = self.run_raw(policy)?;
+        self.with_speedup(r)
+    }
+
+    fn run_raw(&self, mut policy: Box<dyn Policy>) -> Result<RunResult, SimError> {
+        let name = policy.name();
+        let mut run = Run::new(self, 0);
+        let threads = run.thread_states();
+        let sp = policy.start(&StartContext { machine: &self.machine, allowed: &self.allowed, threads: &threads });
+        let invalid = |reason: String| SimError::InvalidPlan { policy: name.clone(), cycle: 0, time_s: 0.0, reason };
+        let nodes: Vec<NodeIdx> = match &sp.alloc {
+            AllocPolicy::FirstTouch => vec![],
+            AllocPolicy::Interleave(v) => v.clone(),
+            AllocPolicy::Weighted(v) => v.iter().map(|x| x.0).collect(),
+        };
+        for n in nodes {
+            if !self.mem_nodes.contains(&n.ix()) {
+                return Err(invalid(format!(
+                    "start plan allocates on node {}, which is not an allowed memory node",
+                    n.0
+                )));
+            }
+        }
+        let plan = Plan { threads: sp.threads.clone(), ..Default::default() };
+        self.check(&run, &plan).map_err(invalid)?;
+        run.apply_plan(&plan);
+        run.set_sampling(policy.sampling());
+        run.allocate(&sp.alloc, None)?;
+        run.drive(Some(policy.as_mut()))?;
+        Ok(run.result(&name))
+    }
+
+    fn check(&self, run: &Run, plan: &Plan) -> Result<(), String> {
+        let threads = run.thread_states();
+        let free = run.free_bytes();
+        let pages = PageLocations::new();
+        let snap = Snapshot {
+            machine: &self.machine,
+            allowed: &self.allowed,
+            now: Duration::ZERO,
+            cycle: Duration::ZERO,
+            threads: &threads,
+            samples: &[],
+            sampling_period: 0,
+            pages: &pages,
+            regions: &[],
+            free_bytes: &free,
+        };
+        validate_plan(plan, &snap).map_err(|e| e.to_string())
+    }
+
+    /// Run with a fixed placement: no policy, no sampling, no migrations.
+    pub fn run_static(&self, pl: &StaticPlacement) -> Result<RunResult, SimError> {
+        let l = &self.layout;
+        let bad = |m: String| SimError::Placement(m);
+        if !pl.threads.is_empty() && pl.threads.len() != l.threads.len() {
+            return Err(bad(format!("{} thread targets for {} threads", pl.threads.len(), l.threads.len())));
+        }
+        if !pl.objects.is_empty() && pl.objects.len() != l.objects.len() {
+            return Err(bad(format!("{} object placements for {} objects", pl.objects.len(), l.objects.len())));
+        }
+        let mut run = Run::new(self, 0);
+        let plan = Plan {
+            threads: pl
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, &to)| ptb_policy::ThreadMove { tid: l.threads[i].tid, to })
+                .collect(),
+            ..Default::default()
+        };
+        self.check(&run, &plan).map_err(bad)?;
+        run.apply_plan(&plan);
+        let nn = self.sm.n_nodes;
+        let mut ft = vec![pl.objects.is_empty(); l.objects.len()];
+        for (o, op) in pl.objects.iter().enumerate() {
+            match op {
+                ObjectPlacement::FirstTouch => ft[o] = true,
+                ObjectPlacement::Fractions(f) => {
+                    if f.len() != nn || f.iter().any(|x| !x.is_finite() || *x < 0.0) || f.iter().sum::<f64>() <= 0.0 {
+                        return Err(bad(format!("object {o}: fractions must be {nn} non-negative numbers, not all 0")));
+                    }
+                    if let Some(n) = (0..nn).find(|&n| f[n] > 0.0 && !self.mem_nodes.contains(&n)) {
+                        return Err(bad(format!("object {o}: node {n} is not an allowed memory node")));
+                    }
+                    let total: f64 = f.iter().sum();
+                    let w: Vec<f64> = f.iter().map(|x| x / total).collect();
+                    let mut cur = vec![0.0; nn];
+                    for p in 0..l.objects[o].npages {
+                        for n in 0..nn {
+                            cur[n] += w[n];
+                        }
+                        let best = (0..nn).fold(0, |b, n| if cur[n] > cur[b] { n } else { b });
+                        cur[best] -= 1.0;
+                        if run.used_pages[best] >= run.cap_pages[best] {
+                            return Err(bad(format!("object {o}: node {best} is full")));
+                        }
+                        run.alloc_page(o, p, best);
+                    }
+                }
+            }
+        }
+        run.allocate(&AllocPolicy::FirstTouch, Some(&ft))?;
+        run.drive(None)?;
+        let r = run.result(&pl.label);
+        self.with_speedup(r)
+    }
+}

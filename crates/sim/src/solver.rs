@@ -1,0 +1,228 @@
+//! The contention solver: what every thread achieves in one time step, given all demands.
+//!
+//! Problem: a thread's progress rate depends on its access latency, the latency on the
+//! queueing delay of every resource on its routes, and each delay on the demand all threads put
+//! on that resource — a fixed point (closed queueing network, mean-value style).
+//!
+//! Approach: iterate on resource utilisations `u_R` (warm-started from the previous step).
+//! From `u` compute delays `q_R = s_R u_R / (1 - u_R)`, then latencies, rates and demand
+//! `D_R`; move each `u_R` towards `min(D_R / C_R, u_max)` with its own step size, halved
+//! whenever the correction changes sign (so steep curves near saturation converge instead of
+//! oscillating). Finally every thread's rate is scaled down by the worst `C_R / D_R` among the
+//! resources it uses, so no resource ever carries more than its capacity (`u <= 1`).
+
+use crate::model::ModelParams;
+
+/// The demand profile of one thread for a step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Demand {
+    /// Idle latency averaged over the thread's accesses, ns.
+    pub l0: f64,
+    /// (resource, share of the thread's accesses that cross it).
+    pub coeffs: Vec<(u32, f64)>,
+    /// Fraction of a CPU the thread gets while running (1 / threads sharing its CPU), 0 when idle.
+    pub speed: f64,
+    /// Instructions per ns when never stalled.
+    pub ips: f64,
+    /// Memory accesses per instruction.
+    pub m: f64,
+    /// Memory-level parallelism (outstanding misses overlapped).
+    pub mlp: f64,
+}
+
+/// What a thread achieves.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rate {
+    /// Instructions per ns.
+    pub instr_per_ns: f64,
+    /// Memory accesses (cache lines) per ns.
+    pub lines_per_ns: f64,
+    /// Mean loaded latency, ns.
+    pub latency_ns: f64,
+}
+
+/// Solver state kept between steps (warm start).
+#[derive(Clone, Debug)]
+pub struct Solver {
+    pub u: Vec<f64>,
+    step: Vec<f64>,
+    last_sign: Vec<i8>,
+    q: Vec<f64>,
+    demand: Vec<f64>,
+    /// Iterations of the last solve.
+    pub last_iterations: usize,
+}
+
+impl Solver {
+    pub fn new(n_resources: usize) -> Self {
+        Solver {
+            u: vec![0.0; n_resources],
+            step: vec![0.5; n_resources],
+            last_sign: vec![0; n_resources],
+            q: vec![0.0; n_resources],
+            demand: vec![0.0; n_resources],
+            last_iterations: 0,
+        }
+    }
+
+    /// Solve one step. `capacity[R]` and `service[R]` per resource (GB/s = bytes/ns, ns);
+    /// `background[R]` is load (bytes/ns) that is not a thread's (page copies); `line` the
+    /// cache-line size. Returns the rate of every thread; `self.u` holds the utilisations.
+    pub fn solve(
+        &mut self,
+        demands: &[Demand],
+        capacity: &[f64],
+        service: &[f64],
+        background: &[f64],
+        line: f64,
+        p: &ModelParams,
+    ) -> Vec<Rate> {
+        let nr = capacity.len();
+        let mut rates = vec![Rate::default(); demands.len()];
+        for s in self.step.iter_mut() {
+            *s = s.max(0.05);
+        }
+        let mut iters = 0;
+        for it in 0..p.max_iterations {
+            iters = it + 1;
+            self.compute(demands, capacity, service, background, line, p, &mut rates);
+            let mut worst: f64 = 0.0;
+            for r in 0..nr {
+                let target = (self.demand[r] / capacity[r]).min(p.u_max);
+                let diff = target - self.u[r];
+                worst = worst.max(diff.abs());
+                let sign = if diff > 0.0 {
+                    1
+                } else if diff < 0.0 {
+                    -1
+                } else {
+                    0
+                };
+                if sign != 0 && sign == -self.last_sign[r] {
+                    self.step[r] = (self.step[r] * 0.5).max(1e-4);
+                } else if sign == self.last_sign[r] {
+                    self.step[r] = (self.step[r] * 1.2).min(1.0);
+                }
+                self.last_sign[r] = sign;
+                self.u[r] = (self.u[r] + self.step[r] * diff).clamp(0.0, p.u_max);
+            }
+            if worst < p.tolerance {
+                break;
+            }
+        }
+        self.last_iterations = iters;
+        self.compute(demands, capacity, service, background, line, p, &mut rates);
+        // Projection: never more than capacity through any resource.
+        let over: Vec<f64> = (0..nr)
+            .map(|r| {
+                let thread_load = self.demand[r] - background[r].min(capacity[r]);
+                let room = capacity[r] - background[r].min(capacity[r]);
+                if thread_load > room && thread_load > 0.0 {
+                    room / thread_load
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        if over.iter().any(|f| *f < 1.0) {
+            for (d, rate) in demands.iter().zip(rates.iter_mut()) {
+                let f = d.coeffs.iter().filter(|(_, c)| *c > 0.0).map(|(r, _)| over[*r as usize]).fold(1.0, f64::min);
+                rate.instr_per_ns *= f;
+                rate.lines_per_ns *= f;
+            }
+            self.demand.copy_from_slice(background);
+            for (d, rate) in demands.iter().zip(&rates) {
+                for &(r, c) in &d.coeffs {
+                    self.demand[r as usize] += rate.lines_per_ns * c * line;
+                }
+            }
+        }
+        for r in 0..nr {
+            self.u[r] = (self.demand[r] / capacity[r]).clamp(0.0, 1.0);
+        }
+        rates
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &mut self,
+        demands: &[Demand],
+        capacity: &[f64],
+        service: &[f64],
+        background: &[f64],
+        line: f64,
+        p: &ModelParams,
+        rates: &mut [Rate],
+    ) {
+        for r in 0..capacity.len() {
+            let u = self.u[r].min(p.u_max);
+            self.q[r] = service[r] * u / (1.0 - u);
+        }
+        self.demand.copy_from_slice(background);
+        for (d, rate) in demands.iter().zip(rates.iter_mut()) {
+            if d.speed <= 0.0 || d.ips <= 0.0 {
+                *rate = Rate::default();
+                continue;
+            }
+            let lat = d.l0 + d.coeffs.iter().map(|&(r, c)| c * self.q[r as usize]).sum::<f64>();
+            let cpi = 1.0 / d.ips + if d.m > 0.0 { d.m * lat / d.mlp.max(1e-6) } else { 0.0 };
+            let instr = d.speed / cpi;
+            let lines = instr * d.m;
+            *rate = Rate { instr_per_ns: instr, lines_per_ns: lines, latency_ns: lat };
+            for &(r, c) in &d.coeffs {
+                self.demand[r as usize] += lines * c * line;
+            }
+        }
+    }
+
+    /// Current queueing delay of each resource, ns.
+    pub fn delays(&self) -> &[f64] {
+        &self.q
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(res: u32, mlp: f64) -> Demand {
+        Demand { l0: 100.0, coeffs: vec![(res, 1.0)], speed: 1.0, ips: 2.0, m: 0.05, mlp }
+    }
+
+    #[test]
+    fn one_thread_is_latency_bound_and_many_saturate_without_exceeding_capacity() {
+        let p = ModelParams::default();
+        let mut s = Solver::new(1);
+        let r = s.solve(&[thread(0, 2.0)], &[10.0], &[8.0], &[0.0], 64.0, &p);
+        // 2 outstanding lines / ~100 ns = 0.02 lines/ns = 1.28 GB/s, far below 10 GB/s.
+        let bw = r[0].lines_per_ns * 64.0;
+        assert!(bw > 1.0 && bw < 1.3, "{bw}");
+        let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
+        let r = s.solve(&many, &[10.0], &[8.0], &[0.0], 64.0, &p);
+        let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
+        assert!(total <= 10.0 + 1e-9 && total > 9.0, "{total}");
+        assert!(s.u[0] <= 1.0);
+        // Loaded latency rises well above idle.
+        assert!(r[0].latency_ns > 150.0, "{}", r[0].latency_ns);
+    }
+
+    #[test]
+    fn compute_bound_thread_ignores_memory() {
+        let p = ModelParams::default();
+        let mut s = Solver::new(1);
+        let mut d = thread(0, 2.0);
+        d.m = 0.0;
+        let r = s.solve(&[d], &[10.0], &[8.0], &[0.0], 64.0, &p);
+        assert!((r[0].instr_per_ns - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn background_load_takes_capacity() {
+        let p = ModelParams::default();
+        let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
+        let mut s = Solver::new(1);
+        let r = s.solve(&many, &[10.0], &[8.0], &[4.0], 64.0, &p);
+        let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
+        assert!(total <= 6.0 + 1e-9, "{total}");
+    }
+}
