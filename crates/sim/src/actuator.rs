@@ -10,6 +10,7 @@
 //!   on the destination's first CPU group, written locally) for as long as the copying lasts.
 //! - thread migration: `thread_us` of stall (lost cache contents) for every thread whose CPU
 //!   changes.
+//!
 //! Pages that cannot move are counted by reason: `ENOENT` (no such page or not yet
 //! allocated), `ENOMEM` (destination full).
 

@@ -209,6 +209,7 @@ impl Run<'_> {
     }
 
     /// Advance every thread by `dt` ns, charging `overhead` (sampling) to the threads.
+    #[allow(clippy::needless_range_loop)]
     fn advance(&mut self, dt: f64, overhead: &[f64]) {
         let nn = self.sim.sm.n_nodes;
         for t in 0..self.threads.len() {
@@ -291,11 +292,7 @@ impl Run<'_> {
         let period = match self.sampling.mode {
             SamplingMode::Address { period } => {
                 let kept = self.samples.len() as u64;
-                if kept > 0 {
-                    period.saturating_mul(kept + self.samples_dropped_cycle) / kept
-                } else {
-                    period
-                }
+                period.saturating_mul(kept + self.samples_dropped_cycle).checked_div(kept).unwrap_or(period)
             }
             _ => 0,
         };
@@ -322,7 +319,6 @@ impl Run<'_> {
             time_s: self.now_ns / 1e9,
             reason: e.to_string(),
         })?;
-        drop(snap);
         for (k, v) in &plan.stats {
             *self.acc.policy_stats.entry(k.clone()).or_default() += v;
         }

@@ -275,7 +275,7 @@ impl<'a> Run<'a> {
                         self.nearest_with_room(want, group).ok_or_else(|| {
                             SimError::Options(format!(
                                 "the workloads need {} MiB but the allowed nodes' memory is full",
-                                l.total_pages() * self.sim.machine.page_size >> 20
+                                (l.total_pages() * self.sim.machine.page_size) >> 20
                             ))
                         })?
                     };

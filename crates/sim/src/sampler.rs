@@ -29,6 +29,7 @@ fn pick(pieces: &[Piece], write: bool, x: f64) -> Option<&Piece> {
 
 impl Run<'_> {
     /// Draw the address samples of a step `[t0, t0 + dt)`.
+    #[allow(clippy::needless_range_loop)]
     pub(crate) fn address_samples(&mut self, period: u64, t0: f64, dt: f64, overhead: &mut [f64]) {
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;

@@ -53,6 +53,7 @@ pub struct Solver {
     pub last_iterations: usize,
 }
 
+#[allow(clippy::needless_range_loop)]
 impl Solver {
     pub fn new(n_resources: usize) -> Self {
         Solver {
