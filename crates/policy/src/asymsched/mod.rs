@@ -333,8 +333,8 @@ impl AsymSched {
         st.insert("best_weighted_gbps".into(), out.best);
 
         // Cost of a placement: resident pages of each app on nodes it would leave; then
-        // threads moved; then the node order (determinism).
-        let cost = |a: &[usize]| -> (u64, usize, Vec<usize>) {
+        // threads moved; then the higher score; then the node order (determinism).
+        let cost = |a: &[usize], score: f64| -> (u64, usize, std::cmp::Reverse<i64>, Vec<usize>) {
             let mut before: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
             let mut after: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
             let mut threads = 0;
@@ -353,9 +353,9 @@ impl AsymSched {
                     b.difference(&after[app]).map(|n| res.map_or(0, |r| r[n.ix()])).sum::<u64>()
                 })
                 .sum();
-            (pages, threads, a.to_vec())
+            (pages, threads, std::cmp::Reverse((score * 1000.0).round() as i64), a.to_vec())
         };
-        let (pages, threads, best) = out.kept.iter().map(|(a, _)| cost(a)).min()?;
+        let (pages, threads, _, best) = out.kept.iter().map(|(a, s)| cost(a, *s)).min()?;
         if threads == 0 {
             return None;
         }

@@ -22,7 +22,11 @@ fn asymmetric_world() -> World {
 /// One app of 24 threads on nodes 0, 1, 3 (8 each), each node holding 300 pages; every
 /// thread reads pages of all three nodes (link-heavy sharing).
 fn link_heavy(w: &mut World) {
-    for (i, node) in [0u32, 1, 3].iter().enumerate() {
+    link_heavy_on(w, [0, 1, 3]);
+}
+
+fn link_heavy_on(w: &mut World, nodes: [u32; 3]) {
+    for (i, node) in nodes.iter().enumerate() {
         for k in 0..8 {
             w.add_thread(100 + i as u32 * 8 + k, 7, node * 8 + k);
         }
@@ -190,4 +194,40 @@ fn parameters_are_checked() {
     // Default cost per GB from the machine: 1.1 us x 244140.625 pages + 1/3.73 s.
     let s = policy(&[]).s_per_byte(&m) * 1e9;
     assert!((s - (1e9 / 4096.0 * 1.1e-6 + 1.0 / 3.73)).abs() < 1e-9, "{s}");
+}
+
+#[test]
+fn on_opteron6272_8n_picks_the_best_connected_three_nodes() {
+    let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+    // Brute force: total bandwidth between the nodes of every 3-node subset.
+    let bw = |a: u32, b: u32| m.node_bg(NodeIdx(a as u16), NodeIdx(b as u16)).unwrap();
+    let total = |s: [u32; 3]| -> f64 {
+        s.iter().flat_map(|&a| s.iter().filter(move |&&b| b != a).map(move |&b| bw(a, b))).sum()
+    };
+    let mut subsets = Vec::new();
+    for a in 0..8 {
+        for b in a + 1..8 {
+            for c in b + 1..8 {
+                subsets.push([a, b, c]);
+            }
+        }
+    }
+    let best = subsets.iter().map(|s| total(*s)).fold(0.0, f64::max);
+    let worst = *subsets.iter().min_by(|x, y| total(**x).total_cmp(&total(**y))).unwrap();
+    assert!(total(worst) < 0.9 * best, "the preset must make the choice matter");
+    for (sets, strict) in [(&["asymsched.keep=1"][..], true), (&[][..], false)] {
+        let mut w = World::new(m.clone());
+        link_heavy_on(&mut w, worst);
+        touch_all(&mut w, 10);
+        let plan = policy(sets).decide(&w.snap());
+        assert!(plan.stats["placements_evaluated"] < 336.0, "{:?}", plan.stats);
+        w.apply(&plan);
+        let used: Vec<u32> = w.threads.iter().map(|t| t.node.0 as u32).collect::<BTreeSet<_>>().into_iter().collect();
+        let got = total([used[0], used[1], used[2]]);
+        if strict {
+            assert!((got - best).abs() < 1e-9, "chose {used:?} ({got} GB/s), best is {best} GB/s");
+        } else {
+            assert!(got >= 0.9 * best, "chose {used:?} ({got} GB/s), best is {best} GB/s");
+        }
+    }
 }
