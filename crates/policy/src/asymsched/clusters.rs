@@ -18,6 +18,8 @@ pub struct Cluster {
     pub threads: Vec<Tid>,
     /// Node it runs on now (of its largest part, after packing).
     pub node: NodeIdx,
+    /// Nodes its threads run on now (more than one after packing).
+    pub parts: Vec<NodeIdx>,
     /// Sampled accesses to memory on other nodes than `node`.
     pub remote: u64,
     /// Sampled accesses in all.
@@ -67,21 +69,27 @@ pub fn clusters(snap: &Snapshot, meas: &Measure, capacity: usize) -> Vec<Cluster
     }
     let mut per_app: BTreeMap<AppId, Vec<Cluster>> = BTreeMap::new();
     for ((app, node), threads) in by {
-        per_app.entry(app).or_default().push(Cluster { app, threads, node, remote: 0, accesses: 0 });
+        per_app.entry(app).or_default().push(Cluster { app, threads, node, parts: vec![node], remote: 0, accesses: 0 });
     }
-    // Which threads share sampled pages (pairs counted per page).
-    let mut share: BTreeMap<(Tid, Tid), u64> = BTreeMap::new();
+    // Which nodes' threads of an app share sampled pages (node pairs counted per page; at
+    // most N(N-1)/2 pairs per page however many threads touch it).
+    let node_of: BTreeMap<Tid, (AppId, NodeIdx)> = snap.threads.iter().map(|t| (t.tid, (t.app, t.node))).collect();
+    let mut share: BTreeMap<(AppId, NodeIdx, NodeIdx), u64> = BTreeMap::new();
     for (ts, _) in meas.pages.values() {
-        for (i, &a) in ts.iter().enumerate() {
-            for &b in &ts[i + 1..] {
-                *share.entry((a, b)).or_default() += 1;
+        let on: BTreeSet<(AppId, NodeIdx)> = ts.iter().filter_map(|t| node_of.get(t)).copied().collect();
+        let on: Vec<(AppId, NodeIdx)> = on.into_iter().collect();
+        for (i, &(app, a)) in on.iter().enumerate() {
+            for &(app2, b) in &on[i + 1..] {
+                if app2 == app {
+                    *share.entry((app, a, b)).or_default() += 1;
+                }
             }
         }
     }
     let shared = |a: &Cluster, b: &Cluster| -> u64 {
-        a.threads
+        a.parts
             .iter()
-            .flat_map(|&x| b.threads.iter().map(move |&y| (x.min(y), x.max(y))))
+            .flat_map(|&x| b.parts.iter().map(move |&y| (a.app, x.min(y), x.max(y))))
             .map(|k| share.get(&k).copied().unwrap_or(0))
             .sum()
     };
@@ -102,7 +110,10 @@ pub fn clusters(snap: &Snapshot, meas: &Measure, capacity: usize) -> Vec<Cluster
                 .max_by_key(|(i, c)| (shared(c, &small), c.threads.len(), std::cmp::Reverse(*i)))
                 .map(|(i, _)| i);
             match target {
-                Some(i) => cs[i].threads.extend(small.threads),
+                Some(i) => {
+                    cs[i].threads.extend(small.threads);
+                    cs[i].parts.extend(small.parts);
+                }
                 None => {
                     cs.push(small);
                     break;
@@ -125,4 +136,42 @@ pub fn clusters(snap: &Snapshot, meas: &Measure, capacity: usize) -> Vec<Cluster
     }
     out.sort_by_key(|c| (c.app, c.node));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autonuma::test_world::World;
+    use ptb_profile::SampleKind::Load;
+
+    #[test]
+    fn packs_an_app_onto_as_few_nodes_as_it_needs_following_sharing() {
+        // One thread per node on 4 nodes; 2 CPUs per node, so 2 clusters suffice. Threads on
+        // nodes 0 and 2 share pages, and so do those on nodes 1 and 3.
+        let mut w = World::synthetic("nodes=4,cpus=2");
+        for n in 0..4u32 {
+            w.add_thread(n + 1, 0, n * 2);
+        }
+        w.place(0, 0..20, 0);
+        for v in 0..10 {
+            w.touch(1, v, Load);
+            w.touch(3, v, Load);
+            w.touch(2, 10 + v, Load);
+            w.touch(4, 10 + v, Load);
+        }
+        let snap = w.snap();
+        let meas = Measure::from_snapshot(&snap);
+        let cs = clusters(&snap, &meas, 2);
+        let mut groups: Vec<Vec<Tid>> = cs.iter().map(|c| c.threads.clone()).collect();
+        groups.sort();
+        assert_eq!(groups, vec![vec![1, 3], vec![2, 4]]);
+        // All pages are on node 0: a cluster judged from node 0 has its part there local.
+        let total: u64 = cs.iter().map(|c| c.accesses).sum();
+        assert_eq!(total, 40);
+        // Two apps never share a cluster.
+        w.add_thread(9, 1, 1);
+        let snap = w.snap();
+        let cs = clusters(&snap, &Measure::from_snapshot(&snap), 2);
+        assert!(cs.iter().all(|c| c.threads.iter().all(|&t| (t == 9) == (c.app == 1))));
+    }
 }
