@@ -1,27 +1,79 @@
-//! Machine files (TOML, JSON accepted). Placeholder: the serialised [`Machine`] itself.
+//! Machine files: a [`Machine`] written as TOML (or JSON, chosen by a `.json` extension).
+//!
+//! The schema is the serialised [`Machine`] itself, documented field by field in
+//! `docs/machine-file.md`; `save` then `load` gives back the same machine. Loading is strict:
+//!
+//! 1. syntax and types: TOML/JSON errors keep the parser's line and column;
+//! 2. unknown fields (typos such as `memory_byte`) are refused with their path, because serde
+//!    would otherwise silently drop them. The `schema` and `summary` fields that
+//!    `ptb topology --json` adds are accepted, so a saved `--json` output loads back;
+//! 3. consistency: [`crate::validate::validate`] (dense indices, CPUs in one node, matrix
+//!    shapes, links and routes naming real ends, non-negative numbers).
 
 use crate::error::TopologyError;
 use crate::machine::Machine;
+use serde_json::Value;
 use std::path::Path;
+
+/// Top-level fields that `ptb topology --json` adds and that loading ignores.
+const JSON_EXTRAS: [&str; 2] = ["schema", "summary"];
 
 /// Load and validate a machine file.
 pub fn load(path: &Path) -> Result<Machine, TopologyError> {
     let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Io { path: path.into(), source: e })?;
-    let m: Machine = if path.extension().is_some_and(|e| e == "json") {
-        serde_json::from_str(&text).map_err(|e| TopologyError::Parse {
-            path: path.into(),
-            what: "machine file (JSON)".into(),
-            reason: e.to_string(),
-        })?
+    let is_json = path.extension().is_some_and(|e| e == "json");
+    parse(&text, is_json, path)
+}
+
+/// Parse and validate the text of a machine file; `path` names it in errors.
+pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, TopologyError> {
+    let perr = |what: &str, reason: String| TopologyError::Parse { path: path.into(), what: what.into(), reason };
+    let (m, raw): (Machine, Value) = if is_json {
+        let m = serde_json::from_str(text).map_err(|e| perr("machine file (JSON)", e.to_string()))?;
+        let raw = serde_json::from_str(text).map_err(|e| perr("machine file (JSON)", e.to_string()))?;
+        (m, raw)
     } else {
-        toml::from_str(&text).map_err(|e| TopologyError::Parse {
-            path: path.into(),
-            what: "machine file (TOML)".into(),
-            reason: e.to_string(),
-        })?
+        let m = toml::from_str(text).map_err(|e| perr("machine file (TOML)", e.to_string().trim_end().into()))?;
+        let raw = toml::from_str(text).map_err(|e| perr("machine file (TOML)", e.to_string().trim_end().into()))?;
+        (m, raw)
     };
-    crate::validate::validate(&m, &path.display().to_string())?;
+    let origin = path.display().to_string();
+    let known = serde_json::to_value(&m).map_err(|e| TopologyError::invalid(&origin, "machine", e.to_string()))?;
+    if let Some(field) = unknown_field(&raw, &known, "", true) {
+        return Err(TopologyError::invalid(
+            &origin,
+            field,
+            "unknown field (a typo?); the fields are listed in docs/machine-file.md",
+        ));
+    }
+    crate::validate::validate(&m, &origin)?;
     Ok(m)
+}
+
+/// The path of the first field of `raw` that the parsed machine (`known`, re-serialised)
+/// does not have. Fields set to `null` are ignored (they mean "absent").
+fn unknown_field(raw: &Value, known: &Value, at: &str, top: bool) -> Option<String> {
+    match (raw, known) {
+        (Value::Object(r), Value::Object(k)) => {
+            for (key, v) in r {
+                let path = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
+                match k.get(key) {
+                    Some(kv) => {
+                        if let Some(p) = unknown_field(v, kv, &path, false) {
+                            return Some(p);
+                        }
+                    }
+                    None if v.is_null() || (top && JSON_EXTRAS.contains(&key.as_str())) => {}
+                    None => return Some(path),
+                }
+            }
+            None
+        }
+        (Value::Array(r), Value::Array(k)) => {
+            r.iter().zip(k).enumerate().find_map(|(i, (rv, kv))| unknown_field(rv, kv, &format!("{at}[{i}]"), false))
+        }
+        _ => None,
+    }
 }
 
 /// The TOML text of a machine file for `m` (what `ptb characterize --out` writes).
@@ -37,4 +89,48 @@ pub fn save(m: &Machine, path: &Path) -> Result<(), TopologyError> {
         to_toml(m)?
     };
     std::fs::write(path, text).map_err(|e| TopologyError::Io { path: path.into(), source: e })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toml_of(spec: &str) -> String {
+        to_toml(&crate::synthetic::synthetic(spec).unwrap()).unwrap()
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, false, Path::new("m.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn toml_round_trips() {
+        let m = crate::synthetic::synthetic("nodes=2,cpus=4,dies=2,memonly=1").unwrap();
+        assert_eq!(parse(&to_toml(&m).unwrap(), false, Path::new("m.toml")).unwrap(), m);
+    }
+
+    #[test]
+    fn syntax_errors_carry_the_line() {
+        let mut t = toml_of("nodes=2");
+        t.push_str("\nthis is not toml\n");
+        let e = err(&t);
+        assert!(e.contains("m.toml") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn typos_are_refused_with_their_path() {
+        let t = toml_of("nodes=2").replacen("memory_bytes", "memory_byte", 1);
+        let e = err(&t);
+        assert!(e.contains("m.toml") && e.contains("memory_byte"), "{e}");
+        let t = toml_of("nodes=2") + "\ncolour = \"red\"\n";
+        let e = err(&t);
+        assert!(e.contains("colour`"), "{e}");
+    }
+
+    #[test]
+    fn json_output_of_ptb_topology_loads_back() {
+        let m = crate::synthetic::synthetic("nodes=2,cpus=4").unwrap();
+        let text = serde_json::to_string(&crate::render::to_json(&m)).unwrap();
+        assert_eq!(parse(&text, true, Path::new("m.json")).unwrap(), m);
+    }
 }

@@ -17,8 +17,14 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
     if nn > u16::MAX as usize || ng > u16::MAX as usize || m.links.len() > u16::MAX as usize {
         return bad("nodes".into(), "too many nodes, groups or links (max 65535)".into());
     }
+    if m.name.trim().is_empty() {
+        return bad("name".into(), "a machine needs a name".into());
+    }
     if m.page_size == 0 || !m.page_size.is_power_of_two() {
         return bad("page_size".into(), format!("{} is not a power of two", m.page_size));
+    }
+    if m.line_size == 0 || !m.line_size.is_power_of_two() {
+        return bad("line_size".into(), format!("{} is not a power of two", m.line_size));
     }
     let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
     for (i, n) in m.nodes.iter().enumerate() {
@@ -43,7 +49,13 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
             return bad(format!("groups[{i}].idx"), format!("must be {i}"));
         }
         if g.node.ix() >= nn {
-            return bad(format!("groups[{i}].node"), format!("node {} does not exist", g.node.0));
+            return bad(
+                format!("groups[{i}].node"),
+                format!("node index {} does not exist ({})", g.node.0, count(nn, "node")),
+            );
+        }
+        if g.name.trim().is_empty() {
+            return bad(format!("groups[{i}].name"), "a CPU group needs a name".into());
         }
         if g.cpus.is_empty() {
             return bad(format!("groups[{i}].cpus"), "a CPU group needs CPUs".into());
@@ -60,6 +72,28 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
             return bad(format!("nodes[{}].groups", g.node.0), format!("does not list group {i} that names it"));
         }
     }
+    for (i, n) in m.nodes.iter().enumerate() {
+        for (k, g) in n.groups.iter().enumerate() {
+            match m.groups.get(g.ix()) {
+                None => {
+                    return bad(
+                        format!("nodes[{i}].groups[{k}]"),
+                        format!("group {} does not exist ({})", g.0, count(ng, "group")),
+                    );
+                }
+                Some(gr) if gr.node.ix() != i => {
+                    return bad(
+                        format!("nodes[{i}].groups[{k}]"),
+                        format!("group {} belongs to node index {}", g.0, gr.node.0),
+                    );
+                }
+                Some(_) => {}
+            }
+            if n.groups[..k].contains(g) {
+                return bad(format!("nodes[{i}].groups"), format!("lists group {} twice", g.0));
+            }
+        }
+    }
     if let Some(c) = owner.keys().find(|c| !in_group.contains_key(c)) {
         return bad("groups".into(), format!("CPU {c} is in a node but in no CPU group"));
     }
@@ -67,13 +101,18 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
         if !mx.has_shape(rows, nn) {
             return Err(TopologyError::invalid(
                 origin,
-                field,
+                format!("{field}.rows"),
                 format!(
-                    "must be {rows} rows x {nn} columns, found {} rows of {:?}",
+                    "must be {rows} rows x {nn} columns, found {} rows of {:?} entries",
                     mx.n_rows(),
                     mx.rows.iter().map(Vec::len).collect::<Vec<_>>()
                 ),
             ));
+        }
+        if let Some(sp) = &mx.spread {
+            if !sp.iter().map(Vec::len).eq(mx.rows.iter().map(Vec::len)) {
+                return Err(TopologyError::invalid(origin, format!("{field}.spread"), "must have the shape of `rows`"));
+            }
         }
         for (r, row) in mx.rows.iter().enumerate() {
             for (c, v) in row.iter().enumerate() {
@@ -109,9 +148,15 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
         End::Group(g) => g.ix() < ng,
         End::Memory(n) => n.ix() < nn,
     };
+    let end_err = |e: &End| match e {
+        End::Group(g) => format!("group {} does not exist ({})", g.0, count(ng, "group")),
+        End::Memory(n) => format!("node index {} does not exist ({})", n.0, count(nn, "node")),
+    };
     for (i, l) in m.links.iter().enumerate() {
-        if !end_ok(&l.a) || !end_ok(&l.b) {
-            return bad(format!("links[{i}]"), "names a group or node that does not exist".into());
+        for (f, e) in [("a", &l.a), ("b", &l.b)] {
+            if !end_ok(e) {
+                return bad(format!("links[{i}].{f}"), end_err(e));
+            }
         }
         if l.a == l.b {
             return bad(format!("links[{i}]"), "joins an end to itself".into());
@@ -123,14 +168,37 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
         }
     }
     for (i, r) in m.routes.iter().enumerate() {
-        if r.group.ix() >= ng || r.node.ix() >= nn {
-            return bad(format!("routes[{i}]"), "names a group or node that does not exist".into());
+        if r.group.ix() >= ng {
+            return bad(format!("routes[{i}].group"), end_err(&End::Group(r.group)));
         }
-        for h in r.hops.iter().chain(r.write_hops.iter().flatten()) {
-            if h.link.ix() >= m.links.len() {
-                return bad(format!("routes[{i}].hops"), format!("link {} does not exist", h.link.0));
+        if r.node.ix() >= nn {
+            return bad(format!("routes[{i}].node"), end_err(&End::Memory(r.node)));
+        }
+        if let Some(j) = m.routes[..i].iter().position(|o| o.group == r.group && o.node == r.node) {
+            return bad(
+                format!("routes[{i}]"),
+                format!("group {} -> node index {} is already routed by routes[{j}]", r.group.0, r.node.0),
+            );
+        }
+        for (f, hops) in [("hops", Some(&r.hops)), ("write_hops", r.write_hops.as_ref())] {
+            for (k, h) in hops.into_iter().flatten().enumerate() {
+                if h.link.ix() >= m.links.len() {
+                    return bad(
+                        format!("routes[{i}].{f}[{k}].link"),
+                        format!("link {} does not exist ({})", h.link.0, count(m.links.len(), "link")),
+                    );
+                }
             }
         }
     }
     Ok(())
+}
+
+/// "the machine has 3 nodes: 0..2" for error messages.
+fn count(n: usize, what: &str) -> String {
+    match n {
+        0 => format!("the machine has no {what}s"),
+        1 => format!("the machine has 1 {what}: 0"),
+        _ => format!("the machine has {n} {what}s: 0..{}", n - 1),
+    }
 }
