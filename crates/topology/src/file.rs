@@ -7,7 +7,8 @@
 //! 2. unknown fields (typos such as `memory_byte`) are refused with their path, because serde
 //!    would otherwise silently drop them. The `schema` and `summary` fields that
 //!    `ptb topology --json` adds are accepted, so a saved `--json` output loads back;
-//! 3. consistency: [`crate::validate::validate`] (dense indices, CPUs in one node, matrix
+//! 3. `source` may be left out; it then is `{ kind = "file", path = <the file> }`;
+//! 4. consistency: [`crate::validate::validate`] (dense indices, CPUs in one node, matrix
 //!    shapes, links and routes naming real ends, non-negative numbers).
 
 use crate::error::TopologyError;
@@ -28,13 +29,31 @@ pub fn load(path: &Path) -> Result<Machine, TopologyError> {
 /// Parse and validate the text of a machine file; `path` names it in errors.
 pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, TopologyError> {
     let perr = |what: &str, reason: String| TopologyError::Parse { path: path.into(), what: what.into(), reason };
+    let tomlerr = |e: toml::de::Error| perr("machine file (TOML)", e.to_string().trim_end().into());
+    let jsonerr = |e: serde_json::Error| perr("machine file (JSON)", e.to_string());
+    // `source` may be left out: the machine then comes from this file.
+    let source = crate::machine::ModelSource::File { path: path.display().to_string() };
     let (m, raw): (Machine, Value) = if is_json {
-        let m = serde_json::from_str(text).map_err(|e| perr("machine file (JSON)", e.to_string()))?;
-        let raw = serde_json::from_str(text).map_err(|e| perr("machine file (JSON)", e.to_string()))?;
+        let mut raw: Value = serde_json::from_str(text).map_err(jsonerr)?;
+        let m = match raw.as_object_mut() {
+            Some(o) if !o.contains_key("source") => {
+                o.insert("source".into(), serde_json::to_value(&source).map_err(jsonerr)?);
+                serde_json::from_value(raw.clone()).map_err(jsonerr)?
+            }
+            _ => serde_json::from_str(text).map_err(jsonerr)?,
+        };
         (m, raw)
     } else {
-        let m = toml::from_str(text).map_err(|e| perr("machine file (TOML)", e.to_string().trim_end().into()))?;
-        let raw = toml::from_str(text).map_err(|e| perr("machine file (TOML)", e.to_string().trim_end().into()))?;
+        let mut raw: Value = toml::from_str(text).map_err(tomlerr)?;
+        let m = match raw.as_object_mut() {
+            Some(o) if !o.contains_key("source") => {
+                o.insert("source".into(), serde_json::to_value(&source).map_err(jsonerr)?);
+                // Appended as a table, so the line numbers of errors stay those of the file.
+                let table = toml::to_string(&source).map_err(|e| perr("machine file (TOML)", e.to_string()))?;
+                toml::from_str(&format!("{text}\n[source]\n{table}")).map_err(tomlerr)?
+            }
+            _ => toml::from_str(text).map_err(tomlerr)?,
+        };
         (m, raw)
     };
     let origin = path.display().to_string();
@@ -125,6 +144,18 @@ mod tests {
         let t = toml_of("nodes=2") + "\ncolour = \"red\"\n";
         let e = err(&t);
         assert!(e.contains("colour`"), "{e}");
+    }
+
+    #[test]
+    fn source_defaults_to_the_file() {
+        let t = toml_of("nodes=2").replace("[source]\nkind = \"synthetic\"\nspec = \"nodes=2\"\n", "");
+        assert!(!t.contains("[source]"), "{t}");
+        let m = parse(&t, false, Path::new("dir/m.toml")).unwrap();
+        assert_eq!(m.source, crate::machine::ModelSource::File { path: "dir/m.toml".into() });
+        let mut v = serde_json::to_value(crate::synthetic::synthetic("nodes=2").unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("source");
+        let m = parse(&v.to_string(), true, Path::new("m.json")).unwrap();
+        assert_eq!(m.source, crate::machine::ModelSource::File { path: "m.json".into() });
     }
 
     #[test]

@@ -158,3 +158,10 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_documented_example_loads() {
+    let m = ptb_topology::file::load(Path::new("../../docs/examples/two-socket-cxl.toml")).unwrap();
+    assert_eq!((m.n_nodes(), m.n_cpus(), m.groups.len(), m.links.len()), (3, 8, 2, 2));
+    assert!(!m.nodes[2].has_cpus());
+}
