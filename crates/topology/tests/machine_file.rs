@@ -165,3 +165,13 @@ fn the_documented_example_loads() {
     assert_eq!((m.n_nodes(), m.n_cpus(), m.groups.len(), m.links.len()), (3, 8, 2, 2));
     assert!(!m.nodes[2].has_cpus());
 }
+
+#[test]
+fn the_readme_example_loads() {
+    let readme = std::fs::read_to_string("../../README.md").unwrap();
+    let section = &readme[readme.find("## Machines and topology").expect("README section")..];
+    let start = section.find("```toml\n").expect("toml example") + "```toml\n".len();
+    let text = &section[start..start + section[start..].find("```").unwrap()];
+    let m = parse(text, false, Path::new("README.md")).unwrap();
+    assert_eq!((m.n_nodes(), m.n_cpus()), (1, 4));
+}
