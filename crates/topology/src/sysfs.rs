@@ -11,11 +11,12 @@
 //!                               distance   SLIT row, one entry per online node in id order
 //! sys/devices/system/cpu/cpuC/cache/indexI/{level,shared_cpu_list}   LLC domain of CPU C
 //! sys/devices/system/cpu/cpuC/topology/{physical_package_id,die_id}  fallback grouping
-//! sys/devices/system/cpu/online, proc/meminfo                        kernels without NUMA
+//! sys/devices/system/cpu/online                                     online CPUs (optional)
+//! proc/meminfo                                                       kernels without NUMA
 //! proc/sys/kernel/hostname                                           machine name (optional)
 //! ```
 //!
-//! Node ids may have gaps; nodes get dense [`NodeIdx`] in kernel-id order. CPUs of a node are
+//! Offline CPUs (not in `cpu/online`, when that file exists) are left out. Node ids may have gaps; nodes get dense [`NodeIdx`] in kernel-id order. CPUs of a node are
 //! split into CPU groups by their level-3 cache (`shared_cpu_list`), else by (package, die),
 //! else by package, else one group per node; the method is chosen per node so that a node is
 //! never grouped two ways. A tree without any `nodeN` directory (kernel built without NUMA)
@@ -40,11 +41,19 @@ const LINE_SIZE: u64 = 64;
 pub fn read_machine(root: &Path) -> Result<Machine, TopologyError> {
     let node_dir = root.join("sys/devices/system/node");
     let ids = node_ids(&node_dir)?;
-    let (nodes_raw, distances) = if ids.is_empty() {
+    let (mut nodes_raw, distances) = if ids.is_empty() {
         (vec![no_numa_node(root)?], Matrix::new("SLIT", MatrixSource::Derived, vec![vec![10.0]]))
     } else {
         read_nodes(&node_dir, &ids)?
     };
+    // Offline CPUs cannot run threads and have no cache directory: leave them out.
+    let online_path = root.join("sys/devices/system/cpu/online");
+    if let Some(text) = read_opt(&online_path)? {
+        let online = CpuSet::parse_list(text.trim()).map_err(|e| parse_err(&online_path, "CPU list", e.to_string()))?;
+        for (_, cpus, _) in &mut nodes_raw {
+            *cpus = cpus.intersection(&online);
+        }
+    }
     let mut nodes = Vec::new();
     let mut groups: Vec<CpuGroup> = Vec::new();
     for (i, (id, cpus, mem)) in nodes_raw.into_iter().enumerate() {
@@ -399,6 +408,19 @@ mod tests {
         let m = read_machine(r).unwrap();
         assert_eq!(m.groups.len(), 1);
         assert_eq!(m.groups[0].cpus.len(), 4);
+    }
+
+    #[test]
+    fn offline_cpus_are_left_out() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
+        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
+        write(r, "sys/devices/system/node/node0/distance", "10\n");
+        write(r, "sys/devices/system/cpu/online", "0-2\n");
+        let m = read_machine(r).unwrap();
+        assert_eq!(m.nodes[0].cpus.to_list(), "0-2");
+        assert_eq!(m.groups[0].cpus.to_list(), "0-2");
     }
 
     #[test]

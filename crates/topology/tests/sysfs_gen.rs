@@ -65,7 +65,7 @@ fn build(root: &Path, nodes: &[GenNode], caches: bool) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
     fn generated_trees_read_back((nodes, caches) in gen_nodes()) {
