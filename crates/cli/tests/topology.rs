@@ -99,3 +99,28 @@ fn machines_lists_every_preset() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), ptb_topology::presets::list().len());
 }
+
+#[test]
+fn captured_sysfs_tree_as_machine() {
+    let out = ptb()
+        .args(["topology", "--machine", "../topology/tests/fixtures/qemu-4node-memonly", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["nodes"], 4);
+    assert_eq!(v["summary"]["memory_only_nodes"], serde_json::json!([4]));
+    assert_eq!(v["summary"]["live"], false);
+}
+
+#[test]
+fn preset_with_asymmetric_links_as_json() {
+    let out = ptb().args(["topology", "--machine", "opteron6272-8n", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["nodes"], 8);
+    assert_eq!(v["summary"]["cpus"], 64);
+    assert!(v["summary"]["asymmetric_links"].as_u64().unwrap() > 0);
+    let text = ptb().args(["topology", "--machine", "opteron6272-8n"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("asymmetric"));
+}

@@ -32,7 +32,8 @@ pub use ids::{CpuId, GroupIdx, LinkIdx, NodeId, NodeIdx};
 pub use machine::{BandwidthGraph, CpuGroup, DirLink, End, Link, Machine, MigrationCosts, ModelSource, Node, Route};
 pub use matrix::{Matrix, MatrixSource};
 
-/// Resolve a `--machine` argument: a preset name, `synthetic:SPEC`, or a machine file path.
+/// Resolve a `--machine` argument: a preset name, `synthetic:SPEC`, a machine file path, or a
+/// directory holding a captured sysfs tree (`scripts/capture-sysfs.sh`).
 pub fn resolve(arg: &str) -> Result<Machine, TopologyError> {
     if let Some(spec) = arg.strip_prefix("synthetic:") {
         return synthetic::synthetic(spec);
@@ -41,6 +42,9 @@ pub fn resolve(arg: &str) -> Result<Machine, TopologyError> {
         return presets::get(arg);
     }
     let path = std::path::Path::new(arg);
+    if path.is_dir() {
+        return sysfs::read_machine(path);
+    }
     if path.exists() {
         return file::load(path);
     }
