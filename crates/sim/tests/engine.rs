@@ -1,0 +1,267 @@
+//! The simulator with policies in the loop: determinism, plan validation, costs, sampling.
+
+use ptb_policy::{
+    PageMove, Params, Plan, Policy, PolicyKind, PolicySpec, SamplingMode, SamplingRequest, Snapshot, StartContext,
+    StartPlan, ThreadMove, ThreadTarget,
+};
+use ptb_profile::SampleKind;
+use ptb_sim::{ObjectPlacement, SimError, SimOptions, Simulation, StaticPlacement, Workload};
+use ptb_topology::{CpuId, NodeIdx};
+use std::time::Duration;
+
+fn machine() -> ptb_topology::Machine {
+    ptb_topology::synthetic::synthetic("nodes=2,cpus=4,dies=1,memonly=1").unwrap()
+}
+
+const SHARED: &str = r#"
+name = "shared"
+threads = 8
+[[object]]
+name = "data"
+size_mib = 32
+init = "thread:0"
+[[phase]]
+name = "work"
+work_ginstr = 0.3
+apki = 20
+mlp = 2
+access = [{ object = "data", pattern = "uniform" }]
+"#;
+
+fn sim(text: &str, opts: SimOptions) -> Simulation {
+    Simulation::new(machine(), vec![Workload::parse(text, "test").unwrap()], opts).unwrap()
+}
+
+/// A test policy: moves every sampled page to the node of the thread that sampled it.
+struct Follow {
+    mode: SamplingMode,
+}
+
+impl Policy for Follow {
+    fn name(&self) -> String {
+        "follow".into()
+    }
+    fn start(&mut self, _: &StartContext) -> StartPlan {
+        StartPlan::default()
+    }
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest { mode: self.mode, cycle: Duration::from_millis(200) }
+    }
+    fn decide(&mut self, s: &Snapshot) -> Plan {
+        let mut plan = Plan::default();
+        for x in s.samples {
+            let t = s.thread(x.tid).unwrap();
+            let page = x.page(s.machine.page_size);
+            if s.pages.get(page) != Some(t.node) && !plan.pages.iter().any(|p| p.page == page) {
+                plan.pages.push(PageMove { page, to: t.node });
+            }
+        }
+        plan
+    }
+}
+
+/// A policy that returns a fixed (possibly impossible) plan at its first cycle.
+struct Bad(Plan);
+
+impl Policy for Bad {
+    fn name(&self) -> String {
+        "bad".into()
+    }
+    fn start(&mut self, _: &StartContext) -> StartPlan {
+        StartPlan::default()
+    }
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(100) }
+    }
+    fn decide(&mut self, _: &Snapshot) -> Plan {
+        self.0.clone()
+    }
+}
+
+fn without_decision_time(r: &ptb_sim::RunResult) -> String {
+    let mut v = serde_json::to_value(r).unwrap();
+    v["decision_ms"] = serde_json::Value::Null;
+    v.to_string()
+}
+
+#[test]
+fn same_seed_same_result_and_sampling_depends_on_the_seed() {
+    let run = |seed| {
+        let s = sim(SHARED, SimOptions { seed, ..Default::default() });
+        s.run_with(Box::new(Follow { mode: SamplingMode::Address { period: 2048 } })).unwrap()
+    };
+    let (a, b, c) = (run(1), run(1), run(2));
+    assert_eq!(without_decision_time(&a), without_decision_time(&b));
+    assert!(a.pages_migrated > 0);
+    assert_ne!(a.pages_migrated, c.pages_migrated, "different seeds draw different samples");
+}
+
+#[test]
+fn page_migrations_are_charged() {
+    let s = sim(SHARED, SimOptions::default());
+    let r = s.run_with(Box::new(Follow { mode: SamplingMode::Address { period: 2048 } })).unwrap();
+    assert!(r.pages_migrated > 100, "{}", r.pages_migrated);
+    let c = &s.machine().costs;
+    let per_page_s = (c.page_us * 1e-6).max(4096.0 / (c.copy_gbps * 1e9));
+    assert!((r.page_migration_s - r.pages_migrated as f64 * per_page_s).abs() < 1e-9);
+    assert!(r.samples > 0 && r.sampling_overhead_s > 0.0);
+    assert!(r.cycles > 0);
+    assert!(r.local_fraction > s.first_touch().unwrap().local_fraction);
+}
+
+#[test]
+fn hint_faults_arrive_from_armed_pages_and_cost_time() {
+    let s = sim(SHARED, SimOptions::default());
+    let mode = SamplingMode::HintFaults { scan_bytes: 4 << 20, scan_period: Duration::from_millis(100) };
+    let r = s.run_with(Box::new(Follow { mode })).unwrap();
+    assert!(r.hint_faults > 0);
+    assert_eq!(r.samples, r.hint_faults);
+    let c = &s.machine().costs;
+    assert!((r.sampling_overhead_s - r.hint_faults as f64 * c.hint_fault_us * 1e-6).abs() < 1e-9);
+    // At most one fault per armed page per scan: 1024 pages per 100 ms scan.
+    let scans = (r.runtime_s / 0.1).ceil() + 1.0;
+    assert!(r.hint_faults as f64 <= scans * 1024.0);
+    assert!(r.pages_migrated > 0);
+}
+
+#[test]
+fn hint_fault_samples_are_marked() {
+    struct Check(u64);
+    impl Policy for Check {
+        fn name(&self) -> String {
+            "check".into()
+        }
+        fn start(&mut self, _: &StartContext) -> StartPlan {
+            StartPlan::default()
+        }
+        fn sampling(&self) -> SamplingRequest {
+            let mode = SamplingMode::HintFaults { scan_bytes: 1 << 20, scan_period: Duration::from_millis(50) };
+            SamplingRequest { mode, cycle: Duration::from_millis(100) }
+        }
+        fn decide(&mut self, s: &Snapshot) -> Plan {
+            for x in s.samples {
+                assert_eq!(x.kind, SampleKind::HintFault);
+                assert!(s.thread(x.tid).is_some());
+                assert!(s.pages.get(x.page(4096)).is_some());
+                self.0 += 1;
+            }
+            assert_eq!(s.regions.len(), 1);
+            assert_eq!(s.regions[0].resident.iter().sum::<u64>(), s.regions[0].npages);
+            Plan::default()
+        }
+    }
+    let s = sim(SHARED, SimOptions::default());
+    let r = s.run_with(Box::new(Check(0))).unwrap();
+    assert!(r.hint_faults > 0);
+}
+
+#[test]
+fn impossible_plans_are_refused_and_nothing_applied() {
+    let s = sim(SHARED, SimOptions::default());
+    let bad_thread =
+        Plan { threads: vec![ThreadMove { tid: 42, to: ThreadTarget::Node(NodeIdx(0)) }], ..Default::default() };
+    let cpuless =
+        Plan { threads: vec![ThreadMove { tid: 100_000, to: ThreadTarget::Node(NodeIdx(2)) }], ..Default::default() };
+    for (plan, want) in [(bad_thread, "unknown thread"), (cpuless, "no CPUs")] {
+        let e = s.run_with(Box::new(Bad(plan))).unwrap_err();
+        assert!(matches!(e, SimError::InvalidPlan { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("bad") && msg.contains(want) && msg.contains("nothing of it was applied"), "{msg}");
+    }
+}
+
+#[test]
+fn thread_moves_cost_a_stall_and_are_counted() {
+    let s = sim(SHARED, SimOptions::default());
+    let plan =
+        Plan { threads: vec![ThreadMove { tid: 100_001, to: ThreadTarget::Cpu(CpuId(7)) }], ..Default::default() };
+    struct Once(Option<Plan>);
+    impl Policy for Once {
+        fn name(&self) -> String {
+            "once".into()
+        }
+        fn start(&mut self, _: &StartContext) -> StartPlan {
+            StartPlan::default()
+        }
+        fn sampling(&self) -> SamplingRequest {
+            SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(100) }
+        }
+        fn decide(&mut self, _: &Snapshot) -> Plan {
+            self.0.take().unwrap_or_default()
+        }
+    }
+    let r = s.run_with(Box::new(Once(Some(plan)))).unwrap();
+    assert_eq!(r.threads_migrated, 1);
+    assert!((r.thread_migration_s - s.machine().costs.thread_us * 1e-6).abs() < 1e-12);
+}
+
+#[test]
+fn static_placement_controls_threads_and_pages() {
+    let s = sim(SHARED, SimOptions { threads: Some(4), ..Default::default() });
+    let on = |n: u16| StaticPlacement {
+        label: format!("node{n}"),
+        threads: vec![ThreadTarget::Node(NodeIdx(0)); 4],
+        objects: vec![ObjectPlacement::Fractions(if n == 0 { vec![1.0, 0.0, 0.0] } else { vec![0.0, 1.0, 0.0] })],
+    };
+    let local = s.run_static(&on(0)).unwrap();
+    let remote = s.run_static(&on(1)).unwrap();
+    assert!((local.local_fraction - 1.0).abs() < 1e-9);
+    assert!(remote.local_fraction < 1e-9);
+    assert!(local.runtime_s < remote.runtime_s);
+    let half = StaticPlacement {
+        label: "half".into(),
+        threads: vec![],
+        objects: vec![ObjectPlacement::Fractions(vec![1.0, 1.0, 0.0])],
+    };
+    let h = s.run_static(&half).unwrap();
+    assert!((h.access_map.controller_share[0] - 0.5).abs() < 0.01, "{:?}", h.access_map.controller_share);
+    assert!(s.run_static(&StaticPlacement { label: "x".into(), threads: vec![], objects: vec![] }).is_ok());
+    let wrong =
+        StaticPlacement { label: "x".into(), threads: vec![ThreadTarget::Node(NodeIdx(2)); 4], objects: vec![] };
+    assert!(s.run_static(&wrong).is_err());
+}
+
+#[test]
+fn utilisation_never_exceeds_one_and_compute_bound_work_ignores_placement() {
+    let s = sim(SHARED, SimOptions::default());
+    let ft = s.first_touch().unwrap();
+    for c in &ft.controller_utilisation {
+        assert!(c.max <= 1.0 + 1e-12 && c.mean <= c.max + 1e-12);
+    }
+    for l in &ft.link_utilisation {
+        assert!(l.max <= 1.0 + 1e-12);
+    }
+    let compute = SHARED.replace("apki = 20", "apki = 0.05");
+    let s = sim(&compute, SimOptions::default());
+    let il = s.run_policy(PolicySpec::plain(PolicyKind::Interleave), &Params::new()).unwrap();
+    let sp = il.speedup_vs_first_touch.unwrap();
+    assert!((sp - 1.0).abs() < 0.02, "{sp}");
+}
+
+#[test]
+fn interleave_allocation_and_node_restriction() {
+    let s = sim(SHARED, SimOptions { nodes: Some("1".parse().unwrap()), ..Default::default() });
+    let r = s.first_touch().unwrap();
+    // Only node 1 is allowed: every access is local to node 1.
+    assert!((r.access_map.shares[1][1] - 1.0).abs() < 1e-9, "{:?}", r.access_map.shares);
+    let s = sim(SHARED, SimOptions::default());
+    let r = s.run_policy(PolicySpec::plain(PolicyKind::Interleave), &Params::new()).unwrap();
+    // Interleave over the three memory nodes, including the CPU-less one.
+    for n in 0..3 {
+        assert!((r.access_map.controller_share[n] - 1.0 / 3.0).abs() < 0.02, "{:?}", r.access_map.controller_share);
+    }
+}
+
+#[test]
+fn several_applications_run_together() {
+    let a = Workload::parse(SHARED, "a").unwrap();
+    let b = Workload::parse(&SHARED.replace("name = \"shared\"", "name = \"other\""), "b").unwrap();
+    let s = Simulation::new(machine(), vec![a, b], SimOptions::default()).unwrap();
+    let r = s.first_touch().unwrap();
+    assert_eq!(r.workload, "shared+other");
+    assert_eq!(r.apps.len(), 2);
+    assert_eq!(r.threads, 16);
+    // 16 threads on 8 CPUs: each runs at half speed, so slower than one app alone.
+    let alone = sim(SHARED, SimOptions::default()).first_touch().unwrap();
+    assert!(r.runtime_s > alone.runtime_s);
+}
