@@ -1,0 +1,474 @@
+//! Actuators: the real one (move_pages(2) + sched_setaffinity(2)), and dry-run and recording
+//! ones for tests and `--dry-run`.
+//!
+//! Problem: a plan may name hundreds of thousands of pages; one move_pages call per page
+//! pays the syscall, the page-table walk and the TLB shootdown each time, and a single
+//! thread copies at a few GB/s. Nodes must never be filled, and migration must not eat the
+//! machine's bandwidth.
+//!
+//! Approach: pages are grouped per process, cut into batches (default 1024 pages) and the
+//! batches are spread over worker threads (std scoped threads). Before any move, pages over
+//! the migration budget or over a node's headroom (free memory minus a reserve, read from
+//! sysfs) are dropped and counted. Every per-page status from the kernel is counted by name
+//! (ENOENT, EBUSY, ENOMEM, EACCES, EFAULT, ...), never fatal. Range actions (move a range,
+//! interleave it, weighted interleave) are expanded into page moves over the resident pages
+//! of the range: mbind(2) only acts on the caller's own address space, so for a managed
+//! process ranges go through move_pages; mbind is used where ptb owns the memory.
+
+use crate::procfs::ProcRoot;
+use crate::sys;
+use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
+use ptb_profile::Tid;
+use ptb_topology::{CpuSet, Machine, NodeIdx};
+use std::collections::BTreeMap;
+use std::io;
+
+/// Tuning of the real actuator.
+#[derive(Clone, Debug)]
+pub struct ActuatorConfig {
+    /// Worker threads for large plans.
+    pub workers: usize,
+    /// Pages per move_pages call.
+    pub batch: usize,
+    /// Bytes a node keeps free: pages that would eat into it are not moved (`headroom`).
+    pub reserve_bytes: u64,
+}
+
+impl Default for ActuatorConfig {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ActuatorConfig { workers: cpus.clamp(1, 8), batch: 1024, reserve_bytes: 64 << 20 }
+    }
+}
+
+/// True when the kernel has MPOL_WEIGHTED_INTERLEAVE (Linux >= 6.9 exposes its weights here).
+pub fn weighted_interleave_supported(root: &ProcRoot) -> bool {
+    root.path("sys/kernel/mm/mempolicy/weighted_interleave").is_dir()
+}
+
+/// Outcome of moving a set of pages.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MoveCounts {
+    pub moved: u64,
+    pub failed: BTreeMap<String, u64>,
+    /// move_pages calls made.
+    pub calls: u64,
+}
+
+impl MoveCounts {
+    fn fail(&mut self, why: &str, n: u64) {
+        if n > 0 {
+            *self.failed.entry(why.to_string()).or_default() += n;
+        }
+    }
+    fn add(&mut self, o: MoveCounts) {
+        self.moved += o.moved;
+        self.calls += o.calls;
+        for (k, v) in o.failed {
+            *self.failed.entry(k).or_default() += v;
+        }
+    }
+}
+
+fn move_batch(pid: u32, addrs: &[u64], nodes: &[i32]) -> MoveCounts {
+    let mut c = MoveCounts { calls: 1, ..Default::default() };
+    let mut status = vec![0i32; addrs.len()];
+    match sys::move_pages(pid as i32, addrs, Some(nodes), &mut status, sys::MPOL_MF_MOVE) {
+        Ok(_) => {
+            for (s, n) in status.iter().zip(nodes) {
+                if *s == *n {
+                    c.moved += 1;
+                } else if *s < 0 {
+                    c.fail(&sys::errno_name(-*s), 1);
+                } else {
+                    c.fail("not-moved", 1);
+                }
+            }
+        }
+        Err(e) => c.fail(&sys::errno_name(e.raw_os_error().unwrap_or(0)), addrs.len() as u64),
+    }
+    c
+}
+
+/// Move pages of process `pid` ((address, kernel node) pairs) in batches of `batch`, spread
+/// over `workers` threads.
+pub fn move_pages_batched(pid: u32, moves: &[(u64, i32)], workers: usize, batch: usize) -> MoveCounts {
+    let batch = batch.max(1);
+    let chunks: Vec<&[(u64, i32)]> = moves.chunks(batch).collect();
+    let workers = workers.clamp(1, chunks.len().max(1));
+    let run = |chs: &[&[(u64, i32)]]| {
+        let mut c = MoveCounts::default();
+        for ch in chs {
+            let (a, n): (Vec<u64>, Vec<i32>) = ch.iter().copied().unzip();
+            c.add(move_batch(pid, &a, &n));
+        }
+        c
+    };
+    if workers == 1 {
+        return run(&chunks);
+    }
+    let per = chunks.len().div_ceil(workers);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = chunks.chunks(per).map(|part| s.spawn(move || run(part))).collect();
+        let mut total = MoveCounts::default();
+        for h in hs {
+            total.add(h.join().unwrap_or_default());
+        }
+        total
+    })
+}
+
+/// Move pages one per call (the baseline of `ptb bench actuator`).
+pub fn move_pages_one_by_one(pid: u32, moves: &[(u64, i32)]) -> MoveCounts {
+    let mut c = MoveCounts::default();
+    for &(a, n) in moves {
+        c.add(move_batch(pid, &[a], &[n]));
+    }
+    c
+}
+
+/// Where each page of `addrs` is (kernel node id), or a negative errno.
+pub fn query_pages(pid: u32, addrs: &[u64]) -> io::Result<Vec<i32>> {
+    let mut st = vec![0i32; addrs.len()];
+    for (a, s) in addrs.chunks(4096).zip(st.chunks_mut(4096)) {
+        sys::move_pages(pid as i32, a, None, s, 0)?;
+    }
+    Ok(st)
+}
+
+/// The real actuator: changes real processes.
+pub struct LinuxActuator {
+    machine: Machine,
+    root: ProcRoot,
+    cfg: ActuatorConfig,
+    weighted: bool,
+    /// Original affinity of every thread ptb moved (restored on exit).
+    saved: BTreeMap<Tid, CpuSet>,
+    /// Pages the migration budget still allows this cycle (None: unlimited).
+    budget_pages: Option<u64>,
+    /// Threads that could not be moved (gone, refused), by reason.
+    pub thread_failures: BTreeMap<String, u64>,
+}
+
+impl LinuxActuator {
+    /// Refuses a model that was not read from this machine's /sys: a preset or a fixture
+    /// must never drive real moves.
+    pub fn new(machine: Machine, root: ProcRoot, cfg: ActuatorConfig) -> Result<Self, String> {
+        if !machine.source.is_live() {
+            return Err(format!(
+                "the machine model `{}` comes from {:?}, not from this machine's /sys: it cannot drive real moves \
+                 (use --dry-run, or leave out --machine)",
+                machine.name, machine.source
+            ));
+        }
+        let weighted = weighted_interleave_supported(&root);
+        Ok(LinuxActuator {
+            machine,
+            root,
+            cfg,
+            weighted,
+            saved: BTreeMap::new(),
+            budget_pages: None,
+            thread_failures: BTreeMap::new(),
+        })
+    }
+
+    /// Set how many pages the next `apply` may move (the daemon refills it every cycle).
+    pub fn set_budget(&mut self, pages: Option<u64>) {
+        self.budget_pages = pages;
+    }
+
+    fn kernel_node(&self, n: NodeIdx) -> i32 {
+        self.machine.node(n).id.0 as i32
+    }
+
+    fn cpus_of(&self, t: ThreadTarget) -> CpuSet {
+        match t {
+            ThreadTarget::Node(n) => self.machine.node(n).cpus.clone(),
+            ThreadTarget::Cpu(c) => {
+                let mut s = CpuSet::new();
+                s.insert_raw(c.0);
+                s
+            }
+        }
+    }
+
+    /// Put back the original affinity of every thread moved so far (threads that exited are
+    /// skipped). Returns how many were restored.
+    pub fn restore_affinities(&mut self) -> usize {
+        let mut n = 0;
+        for (tid, cpus) in std::mem::take(&mut self.saved) {
+            match sys::set_affinity(tid, &cpus) {
+                Ok(()) => n += 1,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => tracing::warn!(tid, error = %e, "could not restore affinity"),
+            }
+        }
+        n
+    }
+
+    /// Threads whose affinity ptb changed, with their original affinity.
+    pub fn saved_affinities(&self) -> &BTreeMap<Tid, CpuSet> {
+        &self.saved
+    }
+
+    /// Expand a range action into (pid, addr, kernel node) moves over its resident pages.
+    fn expand_range(&self, pid: u32, start_vpn: u64, npages: u64, op: &RangeOp) -> Vec<(u64, i32)> {
+        let ps = self.machine.page_size;
+        let addrs: Vec<u64> = (start_vpn..start_vpn + npages).map(|v| v * ps).collect();
+        let Ok(st) = query_pages(pid, &addrs) else { return vec![] };
+        let pattern: Vec<i32> = match op {
+            RangeOp::MoveTo(n) => vec![self.kernel_node(*n)],
+            RangeOp::Interleave(ns) => ns.iter().map(|n| self.kernel_node(*n)).collect(),
+            RangeOp::Weighted(ws) => {
+                // Weights are small integers (policy contract); cap each at 100 slots.
+                ws.iter()
+                    .flat_map(|(n, w)| std::iter::repeat_n(self.kernel_node(*n), (*w).clamp(1, 100) as usize))
+                    .collect()
+            }
+        };
+        if pattern.is_empty() {
+            return vec![];
+        }
+        // The kernel interleaves by page offset; so do we, so a range looks the same either way.
+        addrs
+            .iter()
+            .zip(st)
+            .enumerate()
+            .filter(|(_, (_, s))| *s >= 0)
+            .map(|(i, (&a, s))| (a, s, pattern[(start_vpn as usize + i) % pattern.len()]))
+            .filter(|(_, s, to)| s != to)
+            .map(|(a, _, to)| (a, to))
+            .collect()
+    }
+}
+
+/// Drop moves over the budget and over each node's headroom; count them.
+fn admit(
+    moves: BTreeMap<u32, Vec<(u64, i32)>>,
+    budget: Option<u64>,
+    headroom_pages: &BTreeMap<i32, u64>,
+    report: &mut ApplyReport,
+) -> BTreeMap<u32, Vec<(u64, i32)>> {
+    let mut left = budget.unwrap_or(u64::MAX);
+    let mut room = headroom_pages.clone();
+    let mut out: BTreeMap<u32, Vec<(u64, i32)>> = BTreeMap::new();
+    for (pid, ms) in moves {
+        for (a, n) in ms {
+            if left == 0 {
+                *report.pages_failed.entry("budget".into()).or_default() += 1;
+                continue;
+            }
+            let r = room.entry(n).or_insert(u64::MAX);
+            if *r == 0 {
+                *report.pages_failed.entry("headroom".into()).or_default() += 1;
+                continue;
+            }
+            *r -= 1;
+            left -= 1;
+            out.entry(pid).or_default().push((a, n));
+        }
+    }
+    out
+}
+
+impl Actuator for LinuxActuator {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            move_threads: true,
+            move_pages: true,
+            interleave_ranges: true,
+            weighted_interleave: self.weighted,
+            real: true,
+        }
+    }
+
+    fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
+        let mut report = ApplyReport::default();
+        for t in &plan.threads {
+            let cpus = self.cpus_of(t.to);
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.saved.entry(t.tid) {
+                match sys::get_affinity(t.tid) {
+                    Ok(orig) => {
+                        slot.insert(orig);
+                    }
+                    Err(e) => {
+                        *self.thread_failures.entry(sys::errno_name(e.raw_os_error().unwrap_or(0))).or_default() += 1;
+                        continue;
+                    }
+                }
+            }
+            match sys::set_affinity(t.tid, &cpus) {
+                Ok(()) => report.threads_moved += 1,
+                Err(e) => {
+                    *self.thread_failures.entry(sys::errno_name(e.raw_os_error().unwrap_or(0))).or_default() += 1;
+                }
+            }
+        }
+        let ps = self.machine.page_size;
+        let mut moves: BTreeMap<u32, Vec<(u64, i32)>> = BTreeMap::new();
+        for p in &plan.pages {
+            moves.entry(p.page.app).or_default().push((p.page.vpn * ps, self.kernel_node(p.to)));
+        }
+        for r in &plan.ranges {
+            let m = self.expand_range(r.app, r.start_vpn, r.npages, &r.op);
+            moves.entry(r.app).or_default().extend(m);
+            report.ranges_applied += 1;
+        }
+        let mut headroom = BTreeMap::new();
+        for n in &self.machine.nodes {
+            let free = self.root.node_free_bytes(n.id.0).unwrap_or(0);
+            headroom.insert(n.id.0 as i32, free.saturating_sub(self.cfg.reserve_bytes) / ps);
+        }
+        let admitted = admit(moves, self.budget_pages, &headroom, &mut report);
+        let mut used = 0;
+        for (pid, ms) in admitted {
+            let c = move_pages_batched(pid, &ms, self.cfg.workers, self.cfg.batch);
+            used += ms.len() as u64;
+            report.pages_moved += c.moved;
+            for (k, v) in c.failed {
+                *report.pages_failed.entry(k).or_default() += v;
+            }
+        }
+        if let Some(b) = &mut self.budget_pages {
+            *b = b.saturating_sub(used);
+        }
+        Ok(report)
+    }
+}
+
+/// Reports what a plan would do and changes nothing.
+#[derive(Default)]
+pub struct DryRunActuator {
+    /// One line per applied plan.
+    pub log: Vec<String>,
+}
+
+fn would_do(plan: &Plan) -> ApplyReport {
+    ApplyReport {
+        threads_moved: plan.threads.len() as u64,
+        pages_moved: plan.pages.len() as u64 + plan.ranges.iter().map(|r| r.npages).sum::<u64>(),
+        ranges_applied: plan.ranges.len() as u64,
+        ..Default::default()
+    }
+}
+
+impl Actuator for DryRunActuator {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            move_threads: true,
+            move_pages: true,
+            interleave_ranges: true,
+            weighted_interleave: true,
+            real: false,
+        }
+    }
+    fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
+        let r = would_do(plan);
+        self.log.push(format!(
+            "dry-run: would move {} threads, {} pages, {} ranges",
+            r.threads_moved, r.pages_moved, r.ranges_applied
+        ));
+        Ok(r)
+    }
+}
+
+/// Keeps every plan it is given (tests), changes nothing.
+#[derive(Default)]
+pub struct RecordingActuator {
+    pub plans: Vec<Plan>,
+}
+
+impl Actuator for RecordingActuator {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            move_threads: true,
+            move_pages: true,
+            interleave_ranges: true,
+            weighted_interleave: true,
+            real: false,
+        }
+    }
+    fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
+        self.plans.push(plan.clone());
+        Ok(would_do(plan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptb_policy::{PageMove, RangeAction, ThreadMove};
+    use ptb_profile::PageKey;
+
+    fn plan() -> Plan {
+        Plan {
+            threads: vec![ThreadMove { tid: 7, to: ThreadTarget::Node(NodeIdx(1)) }],
+            pages: vec![PageMove { page: PageKey { app: 1, vpn: 10 }, to: NodeIdx(0) }],
+            ranges: vec![RangeAction { app: 1, start_vpn: 100, npages: 8, op: RangeOp::Interleave(vec![NodeIdx(0)]) }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn dry_run_and_recording_change_nothing_and_report() {
+        let mut d = DryRunActuator::default();
+        let r = d.apply(&plan()).unwrap();
+        assert_eq!((r.threads_moved, r.pages_moved, r.ranges_applied), (1, 9, 1));
+        assert!(!d.capabilities().real);
+        assert!(d.log[0].contains("would move 1 threads, 9 pages"));
+        let mut rec = RecordingActuator::default();
+        rec.apply(&plan()).unwrap();
+        rec.apply(&Plan::default()).unwrap();
+        assert_eq!(rec.plans.len(), 2);
+        assert_eq!(rec.plans[0], plan());
+    }
+
+    #[test]
+    fn a_preset_never_drives_real_moves() {
+        let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=1").unwrap();
+        let e = LinuxActuator::new(m, ProcRoot::live(), ActuatorConfig::default()).err().unwrap();
+        assert!(e.contains("cannot drive real moves"), "{e}");
+    }
+
+    #[test]
+    fn budget_and_headroom_drop_and_count() {
+        let mut moves = BTreeMap::new();
+        moves.insert(1u32, (0..10u64).map(|i| (i * 4096, (i % 2) as i32)).collect::<Vec<_>>());
+        let mut room = BTreeMap::new();
+        room.insert(0, 2u64);
+        room.insert(1, 100u64);
+        let mut rep = ApplyReport::default();
+        let out = admit(moves, Some(6), &room, &mut rep);
+        let kept = &out[&1];
+        assert_eq!(kept.iter().filter(|(_, n)| *n == 0).count(), 2);
+        assert_eq!(kept.len() as u64 + rep.failed(), 10);
+        assert_eq!(kept.len(), 6);
+        // Pages to node 0 beyond its 2 free pages: i = 4, 6; then the budget runs out: i = 8, 9.
+        assert_eq!(rep.pages_failed.get("headroom"), Some(&2));
+        assert_eq!(rep.pages_failed.get("budget"), Some(&2));
+    }
+
+    /// Real move_pages on this process: moving pages to the node they are on succeeds
+    /// (single-node machine), statuses are counted, a bad address is EFAULT, not fatal.
+    #[test]
+    fn real_batched_move_to_current_node_and_efault_counted() {
+        let ps = sys::page_size() as usize;
+        let n = 300;
+        let buf = vec![1u8; (n + 1) * ps];
+        let base = (buf.as_ptr() as usize).next_multiple_of(ps) as u64;
+        let addrs: Vec<u64> = (0..n as u64).map(|i| base + i * ps as u64).collect();
+        let here = query_pages(0, &addrs).unwrap();
+        assert!(here.iter().all(|s| *s >= 0), "{here:?}");
+        let moves: Vec<(u64, i32)> = addrs.iter().zip(&here).map(|(a, n)| (*a, *n)).collect();
+        let c = move_pages_batched(0, &moves, 3, 64);
+        assert_eq!(c.moved, n as u64, "{c:?}");
+        assert_eq!(c.calls, (n as u64).div_ceil(64));
+        let one = move_pages_one_by_one(0, &moves[..10]);
+        assert_eq!((one.moved, one.calls), (10, 10));
+        let bad = move_pages_batched(0, &[(8 * ps as u64, here[0])], 1, 1);
+        assert_eq!(bad.moved, 0);
+        assert_eq!(bad.failed.values().sum::<u64>(), 1, "{bad:?}");
+        std::hint::black_box(&buf);
+    }
+}

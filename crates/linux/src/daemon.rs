@@ -1,0 +1,371 @@
+//! The daemon loop: the only place in ptb that reads the wall clock.
+//!
+//! ```text
+//! start:  threads ─▶ Policy::start ─▶ StartPlan (pin threads; interleave existing pages of attached targets)
+//! cycle:  sleep ─▶ targets alive? ─▶ threads, samples, page nodes, regions, free memory ─▶ Snapshot
+//!         ─▶ Policy::decide ─▶ validate_plan ─▶ budget ─▶ Actuator::apply ─▶ summary line + stats
+//! stop:   SIGINT/SIGTERM, every target gone, or --seconds ─▶ restore affinities (and numa_balancing)
+//! ```
+//!
+//! A target that exits mid-cycle is logged, never an error: reads that fail because the
+//! process is gone are skipped and the loop ends when no target is left.
+
+use crate::actuator::{DryRunActuator, LinuxActuator};
+use crate::metrics::Stats;
+use crate::observe;
+use crate::perf::{Detection, PerfSource, SourceKind};
+use crate::procfs::ProcRoot;
+use crate::roi;
+use crate::safety;
+use ptb_policy::{
+    validate_plan, Actuator, AllocPolicy, ApplyReport, Plan, Policy, RangeAction, RangeOp, SamplingMode, Snapshot,
+    StartContext, StartPlan,
+};
+use ptb_profile::{Sample, SampleSource};
+use ptb_topology::{Machine, NodeSet};
+use std::process::{Child, ExitStatus};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The actuator the daemon drives.
+pub enum Act {
+    Real(Box<LinuxActuator>),
+    DryRun(DryRunActuator),
+}
+
+impl Act {
+    fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
+        match self {
+            Act::Real(a) => a.apply(plan),
+            Act::DryRun(a) => a.apply(plan),
+        }
+    }
+}
+
+/// A managed process: launched by ptb (`child`) or attached.
+pub struct Target {
+    pub pid: u32,
+    pub child: Option<Child>,
+}
+
+/// Daemon options.
+pub struct Config {
+    /// Cycle length (None: the policy's).
+    pub cycle: Option<Duration>,
+    /// Sampling period (None: 1 for page faults, the policy's for hardware).
+    pub period: Option<u64>,
+    /// Migration budget in MB/s (None: unlimited).
+    pub budget_mbps: Option<f64>,
+    /// Dense node indices placement may use.
+    pub allowed: NodeSet,
+    /// Sample source name: auto, ibs-op, pebs-loads, spe, page-faults, none.
+    pub source: String,
+    /// Start with placement paused until `ptb roi begin`.
+    pub roi_wait: bool,
+    /// The start plan's allocation policy was already applied (set_mempolicy before exec).
+    pub alloc_applied: bool,
+    /// Stop after this long (None: until the targets exit or a signal).
+    pub max_time: Option<Duration>,
+    /// Print the per-cycle summary line on stderr.
+    pub summary_lines: bool,
+    pub stats: Arc<Mutex<Stats>>,
+}
+
+/// How the daemon ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stats: Stats,
+    /// Exit status of a launched target.
+    pub child_status: Option<ExitStatus>,
+    /// Signal that stopped ptb, if any.
+    pub signal: Option<i32>,
+    /// Threads whose affinity was put back.
+    pub restored: usize,
+}
+
+fn pids_alive(root: &ProcRoot, targets: &mut [Target], child_status: &mut Option<ExitStatus>) -> Vec<u32> {
+    let mut alive = Vec::new();
+    for t in targets.iter_mut() {
+        let up = match &mut t.child {
+            Some(c) => match c.try_wait() {
+                Ok(Some(st)) => {
+                    if child_status.is_none() {
+                        tracing::info!(pid = t.pid, status = %st, "target exited");
+                    }
+                    *child_status = Some(st);
+                    false
+                }
+                Ok(None) => true,
+                Err(_) => false,
+            },
+            None => observe::alive(root, t.pid),
+        };
+        if up {
+            alive.push(t.pid);
+        }
+    }
+    alive
+}
+
+/// Expand an allocation policy into range actions over the anonymous regions of attached
+/// processes (their existing pages; new pages follow the process's own policy).
+fn alloc_to_ranges(root: &ProcRoot, m: &Machine, pids: &[u32], alloc: &AllocPolicy) -> Vec<RangeAction> {
+    let op = match alloc {
+        AllocPolicy::FirstTouch => return vec![],
+        AllocPolicy::Interleave(ns) if ns.len() > 1 => RangeOp::Interleave(ns.clone()),
+        AllocPolicy::Weighted(ws) if ws.len() > 1 => RangeOp::Weighted(ws.clone()),
+        _ => return vec![],
+    };
+    let mut out = Vec::new();
+    for &pid in pids {
+        for r in observe::regions(root, m, pid).unwrap_or_default() {
+            if r.resident.iter().sum::<u64>() > 0 {
+                out.push(RangeAction { app: pid, start_vpn: r.start_vpn, npages: r.npages, op: op.clone() });
+            }
+        }
+    }
+    out
+}
+
+fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Option<PerfSource>, String> {
+    let policy_period = match mode {
+        SamplingMode::None if cfg.source == "auto" || cfg.source == "none" => return Ok(None),
+        _ if cfg.source == "none" => return Ok(None),
+        SamplingMode::Address { period } => period,
+        SamplingMode::HintFaults { .. } | SamplingMode::None => 1,
+    };
+    let kind = det.pick(&cfg.source)?;
+    let period = cfg.period.unwrap_or(if kind == SourceKind::PageFaults { 1 } else { policy_period });
+    Ok(Some(PerfSource::new(kind, period)))
+}
+
+fn merge(stats: &mut Stats, r: &ApplyReport) {
+    stats.threads_moved += r.threads_moved;
+    stats.pages_moved += r.pages_moved;
+    for (k, v) in &r.pages_failed {
+        *stats.pages_failed.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// Run the daemon until the targets exit, a signal arrives, or `max_time` passes.
+pub fn run(
+    root: &ProcRoot,
+    machine: &Machine,
+    policy: &mut dyn Policy,
+    start: Option<StartPlan>,
+    mut targets: Vec<Target>,
+    mut act: Act,
+    cfg: &Config,
+) -> Result<Outcome, String> {
+    let t0 = Instant::now();
+    let mut child_status = None;
+    // SAFETY: geteuid has no preconditions.
+    let my_uid = unsafe { libc::geteuid() };
+    let threads = observe::threads(root, machine, &targets.iter().map(|t| t.pid).collect::<Vec<_>>());
+    let start =
+        start.unwrap_or_else(|| policy.start(&StartContext { machine, allowed: &cfg.allowed, threads: &threads }));
+    let det = crate::perf::detect(root.root());
+    let mut source = open_source(&det, cfg, policy.sampling().mode)?;
+    let mut cycle = cfg.cycle.unwrap_or(policy.sampling().cycle).max(Duration::from_millis(10));
+    {
+        let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+        s.policy = policy.name();
+        s.source = source.as_ref().map_or("none (the policy asks for no samples)".into(), |s| s.describe());
+        s.dry_run = matches!(act, Act::DryRun(_));
+    }
+    // Start plan: pin threads, and for attached processes spread existing pages.
+    let mut first = Plan { threads: start.threads.clone(), ..Default::default() };
+    if !cfg.alloc_applied {
+        let pids: Vec<u32> = targets.iter().map(|t| t.pid).collect();
+        first.ranges = alloc_to_ranges(root, machine, &pids, &start.alloc);
+    }
+    if !first.is_empty() {
+        let free = observe::free_bytes(root, machine);
+        let pages = ptb_policy::PageLocations::new();
+        let snap = Snapshot {
+            machine,
+            allowed: &cfg.allowed,
+            now: Duration::ZERO,
+            cycle,
+            threads: &threads,
+            samples: &[],
+            sampling_period: 0,
+            pages: &pages,
+            regions: &[],
+            free_bytes: &free,
+        };
+        match validate_plan(&first, &snap) {
+            Ok(()) => {
+                let r = act.apply(&first).map_err(|e| format!("applying the start plan: {e}"))?;
+                let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+                merge(&mut s, &r);
+                eprintln!(
+                    "ptb: start: {} threads pinned, {} pages moved, {} failed ({} ranges)",
+                    r.threads_moved,
+                    r.pages_moved,
+                    r.failed(),
+                    r.ranges_applied
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "start plan refused"),
+        }
+    }
+
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut n = 0u64;
+    let mut last_cycle = Instant::now();
+    let mut signal = None;
+    loop {
+        // Sleep until the end of the cycle, watching for signals and target exit.
+        let deadline = last_cycle + cycle;
+        let mut alive = pids_alive(root, &mut targets, &mut child_status);
+        while Instant::now() < deadline && signal.is_none() && !alive.is_empty() {
+            std::thread::sleep(Duration::from_millis(20).min(deadline.saturating_duration_since(Instant::now())));
+            signal = safety::stop_requested();
+            alive = pids_alive(root, &mut targets, &mut child_status);
+            if let Some(src) = &mut source {
+                // Keep rings from overflowing during long cycles.
+                let st = src.drain(&mut samples).unwrap_or_default();
+                let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+                s.samples += st.samples;
+                s.samples_lost += st.lost;
+            }
+        }
+        if signal.is_some() || alive.is_empty() || cfg.max_time.is_some_and(|m| t0.elapsed() >= m) {
+            break;
+        }
+        let now = Instant::now();
+        let this_cycle = now - last_cycle;
+        last_cycle = now;
+        n += 1;
+        let threads = observe::threads(root, machine, &alive);
+        if let Some(src) = &mut source {
+            let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).collect();
+            src.track(&tids);
+            let st = src.drain(&mut samples).unwrap_or_default();
+            let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+            s.samples += st.samples;
+            s.samples_lost += st.lost;
+        }
+        let cycle_samples = std::mem::take(&mut samples);
+        let paused = {
+            let states: Vec<Option<bool>> = alive.iter().map(|p| roi::read(*p, my_uid)).collect();
+            if cfg.roi_wait {
+                !states.contains(&Some(true))
+            } else {
+                states.contains(&Some(false))
+            }
+        };
+        if paused {
+            let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+            s.cycles += 1;
+            s.cycles_paused += 1;
+            continue;
+        }
+        let pages = observe::page_locations(machine, &cycle_samples);
+        let mut regions = Vec::new();
+        for &pid in &alive {
+            match observe::regions(root, machine, pid) {
+                Ok(r) => regions.extend(r),
+                Err(e) if e.is_gone() => tracing::info!(pid, "target exited mid-cycle"),
+                Err(e) => tracing::warn!(pid, error = %e, "cannot read memory regions"),
+            }
+        }
+        let free = observe::free_bytes(root, machine);
+        let period = source.as_ref().map_or(0, |_| cfg.period.unwrap_or(1));
+        let snap = Snapshot {
+            machine,
+            allowed: &cfg.allowed,
+            now: t0.elapsed(),
+            cycle: this_cycle,
+            threads: &threads,
+            samples: &cycle_samples,
+            sampling_period: period,
+            pages: &pages,
+            regions: &regions,
+            free_bytes: &free,
+        };
+        let td = Instant::now();
+        let plan = policy.decide(&snap);
+        let decide_ms = td.elapsed().as_secs_f64() * 1e3;
+        if let Some(req) = plan.sampling {
+            cycle = req.cycle.max(Duration::from_millis(10));
+        }
+        let mut report = ApplyReport::default();
+        let mut refused = false;
+        match validate_plan(&plan, &snap) {
+            Ok(()) => {
+                if let (Act::Real(a), Some(mbps)) = (&mut act, cfg.budget_mbps) {
+                    let pages = (mbps * 1e6 * this_cycle.as_secs_f64() / machine.page_size as f64) as u64;
+                    a.set_budget(Some(pages));
+                }
+                let ta = Instant::now();
+                match act.apply(&plan) {
+                    Ok(r) => report = r,
+                    Err(e) => tracing::warn!(error = %e, "applying the plan failed (target gone?)"),
+                }
+                report.seconds = ta.elapsed().as_secs_f64();
+            }
+            Err(e) => {
+                refused = true;
+                tracing::warn!(error = %e, "plan refused");
+            }
+        }
+        let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
+        s.cycles += 1;
+        s.plans_refused += u64::from(refused);
+        s.last_decision_ms = decide_ms;
+        s.threads_managed = threads.len() as u64;
+        s.targets_alive = alive.len() as u64;
+        merge(&mut s, &report);
+        if let Act::Real(a) = &act {
+            s.threads_failed = a.thread_failures.clone();
+        }
+        let fails: Vec<String> = report.pages_failed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let line = format!(
+            "ptb: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={} failed={}{} decide={decide_ms:.2}ms{}",
+            t0.elapsed().as_secs_f64(),
+            cycle_samples.len(),
+            s.samples_lost,
+            threads.len(),
+            report.threads_moved,
+            report.pages_moved,
+            report.failed(),
+            if fails.is_empty() { String::new() } else { format!(" ({})", fails.join(",")) },
+            if refused { " plan-refused" } else { "" }
+        );
+        tracing::info!(cycle = n, samples = cycle_samples.len(), pages_moved = report.pages_moved, "cycle");
+        if cfg.summary_lines {
+            eprintln!("{line}");
+        }
+    }
+
+    // Stop: forward a signal to a launched child, then put things back.
+    if let Some(sig) = signal {
+        eprintln!("ptb: stopping on signal {sig}");
+        for t in targets.iter_mut() {
+            if let Some(c) = &mut t.child {
+                if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(t.pid as i32), s);
+                }
+                child_status = c.wait().ok();
+            }
+        }
+    } else if targets.iter().any(|t| observe::alive(root, t.pid)) {
+        eprintln!("ptb: time is up; leaving the targets running");
+    } else {
+        eprintln!("ptb: every target has exited");
+    }
+    let restored = match &mut act {
+        Act::Real(a) => a.restore_affinities(),
+        Act::DryRun(_) => 0,
+    };
+    if restored > 0 {
+        eprintln!("ptb: restored the original CPU affinity of {restored} threads");
+    }
+    for t in &targets {
+        roi::clear(t.pid);
+    }
+    let stats = cfg.stats.lock().map(|s| s.clone()).unwrap_or_default();
+    Ok(Outcome { stats, child_status, signal, restored })
+}

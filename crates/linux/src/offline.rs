@@ -1,0 +1,253 @@
+//! `ptb plan`: placement planned offline from a recorded trace, with no syscalls.
+//!
+//! Problem: show what a policy would move for a recorded run, and what that would do to
+//! the locality of the recorded accesses.
+//!
+//! Approach: one snapshot from the whole trace (the last placement's threads and regions,
+//! every page node seen, all samples), `Policy::start` then `Policy::decide`, and an access
+//! map (thread node x page node, counted over the samples) before and after the plan.
+
+use crate::trace::{Trace, TraceRecord};
+use ptb_policy::{
+    validate_plan, PageLocations, Plan, Policy, RangeOp, Region, Snapshot, StartContext, StartPlan, ThreadState,
+    ThreadTarget,
+};
+use ptb_profile::{PageKey, Tid};
+use ptb_topology::{CpuId, GroupIdx, Machine, NodeIdx, NodeSet};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// Sampled accesses counted by (node of the accessing thread, node of the page); the last
+/// column holds accesses to pages of unknown node.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct AccessMap {
+    pub counts: Vec<Vec<u64>>,
+}
+
+impl AccessMap {
+    fn new(n: usize) -> Self {
+        AccessMap { counts: vec![vec![0; n + 1]; n] }
+    }
+    /// Fraction of accesses with a known page node that are local.
+    pub fn local_fraction(&self) -> f64 {
+        let n = self.counts.len();
+        let known: u64 = self.counts.iter().map(|r| r[..n].iter().sum::<u64>()).sum();
+        let local: u64 = (0..n).map(|i| self.counts[i][i]).sum();
+        if known == 0 {
+            0.0
+        } else {
+            local as f64 / known as f64
+        }
+    }
+}
+
+/// The result of planning offline.
+#[derive(Debug, Serialize)]
+pub struct OfflinePlan {
+    pub policy: String,
+    pub machine: String,
+    pub samples: usize,
+    pub threads: usize,
+    pub start: StartPlan,
+    pub plan: Plan,
+    /// Page moves per (from node, to node), dense indices; from = None when unknown.
+    pub page_moves: BTreeMap<String, u64>,
+    pub before: AccessMap,
+    pub after: AccessMap,
+    /// Why the plan was refused by validation, if it was.
+    pub refused: Option<String>,
+}
+
+fn thread_node(m: &Machine, t: ThreadTarget) -> Option<NodeIdx> {
+    match t {
+        ThreadTarget::Node(n) => Some(n),
+        ThreadTarget::Cpu(c) => m.node_of_cpu(c),
+    }
+}
+
+/// Plan for `trace` on `m` with `policy`, restricted to `allowed` (dense node indices).
+pub fn plan(trace: &Trace, m: &Machine, policy: &mut dyn Policy, allowed: &NodeSet) -> Result<OfflinePlan, String> {
+    let nn = m.n_nodes();
+    let check = |n: u16, what: &str| {
+        if (n as usize) < nn {
+            Ok(NodeIdx(n))
+        } else {
+            Err(format!(
+                "the trace puts {what} on node #{n}, but machine `{}` has {nn} nodes; pick a machine with at least as \
+                 many nodes as the one recorded ({})",
+                m.name,
+                trace.machine.n_nodes()
+            ))
+        }
+    };
+    let mut pages = PageLocations::new();
+    let mut threads: Vec<ThreadState> = Vec::new();
+    let mut regions: Vec<Region> = Vec::new();
+    let mut free: Vec<u64> = m.nodes.iter().map(|n| n.memory_bytes).collect();
+    for p in &trace.placements {
+        if let TraceRecord::Placement { threads: ts, pages: ps, regions: rs, free_bytes, .. } = p {
+            for &(app, vpn, node) in ps {
+                pages.insert(PageKey { app, vpn }, check(node, "a page")?);
+            }
+            threads = ts
+                .iter()
+                .map(|t| {
+                    let node = check(t.node, "a thread")?;
+                    let cpu = CpuId(t.cpu);
+                    let group =
+                        m.group_of_cpu(cpu).or_else(|| m.node(node).groups.first().copied()).unwrap_or(GroupIdx(0));
+                    Ok(ThreadState { tid: t.tid, app: t.app, cpu, node, group, affinity: None })
+                })
+                .collect::<Result<_, String>>()?;
+            regions = rs
+                .iter()
+                .map(|r| {
+                    let mut resident = r.resident.clone();
+                    resident.resize(nn, 0);
+                    Region { app: r.app, start_vpn: r.start_vpn, npages: r.npages, name: r.name.clone(), resident }
+                })
+                .collect();
+            if free_bytes.len() == nn && m.source == trace.machine.source {
+                free = free_bytes.clone();
+            }
+        }
+    }
+    let span = trace.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
+    let start = policy.start(&StartContext { machine: m, allowed, threads: &threads });
+    let snap = Snapshot {
+        machine: m,
+        allowed,
+        now: Duration::from_nanos(span),
+        cycle: Duration::from_nanos(span.max(1)),
+        threads: &threads,
+        samples: &trace.samples,
+        sampling_period: trace.period,
+        pages: &pages,
+        regions: &regions,
+        free_bytes: &free,
+    };
+    let plan = policy.decide(&snap);
+    let refused = validate_plan(&plan, &snap).err().map(|e| e.to_string());
+
+    // Where things would be after the plan.
+    let tnode_before: HashMap<Tid, NodeIdx> = threads.iter().map(|t| (t.tid, t.node)).collect();
+    let mut tnode_after = tnode_before.clone();
+    for t in start.threads.iter().chain(&plan.threads) {
+        if let Some(n) = thread_node(m, t.to) {
+            tnode_after.insert(t.tid, n);
+        }
+    }
+    let moved: HashMap<PageKey, NodeIdx> = plan.pages.iter().map(|p| (p.page, p.to)).collect();
+    let after_page = |k: PageKey| -> Option<NodeIdx> {
+        if let Some(n) = moved.get(&k) {
+            return Some(*n);
+        }
+        for r in &plan.ranges {
+            if r.app == k.app && k.vpn >= r.start_vpn && k.vpn < r.start_vpn + r.npages {
+                return match &r.op {
+                    RangeOp::MoveTo(n) => Some(*n),
+                    RangeOp::Interleave(ns) if !ns.is_empty() => Some(ns[(k.vpn % ns.len() as u64) as usize]),
+                    RangeOp::Weighted(ws) if !ws.is_empty() => {
+                        let pat: Vec<NodeIdx> =
+                            ws.iter().flat_map(|(n, w)| std::iter::repeat_n(*n, (*w).clamp(1, 100) as usize)).collect();
+                        Some(pat[(k.vpn % pat.len() as u64) as usize])
+                    }
+                    _ => pages.get(k),
+                };
+            }
+        }
+        pages.get(k)
+    };
+    let mut before = AccessMap::new(nn);
+    let mut after = AccessMap::new(nn);
+    for s in &trace.samples {
+        let k = s.page(m.page_size);
+        let tb = tnode_before.get(&s.tid).copied().or_else(|| m.node_of_cpu(s.cpu)).unwrap_or(NodeIdx(0));
+        let ta = tnode_after.get(&s.tid).copied().unwrap_or(tb);
+        before.counts[tb.ix()][pages.get(k).map_or(nn, |n| n.ix())] += 1;
+        after.counts[ta.ix()][after_page(k).map_or(nn, |n| n.ix())] += 1;
+    }
+    let mut page_moves = BTreeMap::new();
+    for p in &plan.pages {
+        let from = pages.get(p.page).map_or("?".to_string(), |n| n.0.to_string());
+        *page_moves.entry(format!("{from}->{}", p.to.0)).or_default() += 1;
+    }
+    Ok(OfflinePlan {
+        policy: policy.name(),
+        machine: m.name.clone(),
+        samples: trace.samples.len(),
+        threads: threads.len(),
+        start,
+        plan,
+        page_moves,
+        before,
+        after,
+        refused,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceThread;
+    use ptb_policy::{build, Params, PolicyKind, PolicySpec};
+    use ptb_profile::{Sample, SampleKind};
+
+    fn trace(m: &Machine) -> Trace {
+        let s = |tid, vpn: u64| Sample {
+            app: 1,
+            tid,
+            cpu: CpuId(0),
+            addr: vpn * 4096,
+            kind: SampleKind::PageFault,
+            time_ns: vpn,
+            data_src: None,
+            latency: None,
+            phys: None,
+        };
+        Trace {
+            pids: vec![1],
+            page_size: 4096,
+            source: "test".into(),
+            period: 1,
+            machine: m.clone(),
+            samples: vec![s(10, 100), s(10, 101), s(11, 100)],
+            placements: vec![TraceRecord::Placement {
+                time_ns: 1,
+                threads: vec![
+                    TraceThread { app: 1, tid: 10, cpu: 0, node: 0 },
+                    TraceThread { app: 1, tid: 11, cpu: 2, node: 1 },
+                ],
+                pages: vec![(1, 100, 0), (1, 101, 1)],
+                regions: vec![],
+                free_bytes: vec![1 << 30, 1 << 30],
+            }],
+            lost: 0,
+        }
+    }
+
+    #[test]
+    fn access_map_counts_every_sample_and_fixed_policy_pins() {
+        let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+        let t = trace(&m);
+        let mut p = build(PolicySpec::plain(PolicyKind::Fixed), &Params::new()).unwrap();
+        let r = plan(&t, &m, p.as_mut(), &m.all_nodes()).unwrap();
+        assert_eq!(r.before.counts.iter().flatten().sum::<u64>(), 3);
+        assert_eq!(r.after.counts.iter().flatten().sum::<u64>(), 3);
+        // before: tid10 on node0 reads page 100 (node0) and 101 (node1); tid11 on node1 reads 100.
+        assert_eq!(r.before.counts, vec![vec![1, 1, 0], vec![1, 0, 0]]);
+        assert!((r.before.local_fraction() - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(r.start.threads.len(), 2);
+        assert!(r.refused.is_none());
+    }
+
+    #[test]
+    fn a_machine_with_too_few_nodes_is_refused() {
+        let m2 = ptb_topology::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+        let m1 = ptb_topology::synthetic::synthetic("nodes=1,cpus=4").unwrap();
+        let mut p = build(PolicySpec::plain(PolicyKind::Interleave), &Params::new()).unwrap();
+        let e = plan(&trace(&m2), &m1, p.as_mut(), &m1.all_nodes()).unwrap_err();
+        assert!(e.contains("has 1 nodes"), "{e}");
+    }
+}
