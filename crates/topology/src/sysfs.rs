@@ -112,8 +112,16 @@ fn io(path: &Path, e: std::io::Error) -> TopologyError {
     }
 }
 
+/// What to do about a malformed entry, appended to every parse error of this module.
+const FIX_HINT: &str = "if this is a captured tree, capture it again with scripts/capture-sysfs.sh; \
+                        if it is this machine's /sys, please report it with such a capture attached";
+
 fn parse_err(path: &Path, what: &str, reason: impl Into<String>) -> TopologyError {
-    TopologyError::Parse { path: path.to_path_buf(), what: what.to_string(), reason: reason.into() }
+    TopologyError::Parse {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+        reason: format!("{} ({FIX_HINT})", reason.into()),
+    }
 }
 
 fn read(path: &Path) -> Result<String, TopologyError> {
@@ -175,8 +183,7 @@ fn read_nodes(node_dir: &Path, ids: &[u32]) -> Result<(Vec<RawNode>, Matrix), To
                 &cpath,
                 "CPU list",
                 format!(
-                    "CPUs {} are also in node{}/cpulist: a CPU belongs to one node; the tree is inconsistent \
-                     (capture it again with scripts/capture-sysfs.sh)",
+                    "CPU(s) {} also in node{}/cpulist: a CPU belongs to one node; the tree is inconsistent",
                     other_cpus.intersection(&cpus),
                     other.0
                 ),
@@ -197,8 +204,7 @@ fn read_nodes(node_dir: &Path, ids: &[u32]) -> Result<(Vec<RawNode>, Matrix), To
                 &dpath,
                 "SLIT distance row",
                 format!(
-                    "has {} entries but there are {} node directories (nodes {}); the tree is incomplete: \
-                     capture it again with scripts/capture-sysfs.sh",
+                    "has {} entries but there are {} node directories (nodes {}): the tree is incomplete",
                     row.len(),
                     ids.len(),
                     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
@@ -218,7 +224,7 @@ fn memtotal(path: &Path) -> Result<u64, TopologyError> {
     let line = text
         .lines()
         .find(|l| l.contains("MemTotal:"))
-        .ok_or_else(|| parse_err(path, "meminfo", "no `MemTotal:` line (is this a meminfo file? capture it again)"))?;
+        .ok_or_else(|| parse_err(path, "meminfo", "no `MemTotal:` line"))?;
     let after = line.split_once("MemTotal:").map_or("", |(_, a)| a);
     let mut it = after.split_whitespace();
     let num = it.next().unwrap_or("");
