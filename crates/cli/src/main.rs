@@ -4,6 +4,7 @@
 
 mod cmd;
 mod common;
+mod plot;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,0 +1,155 @@
+//! The few Linux syscalls characterisation needs: thread pinning, anonymous mappings, and
+//! binding memory to a node (`mbind`) and asking where a page lives (`get_mempolicy`).
+//!
+//! libc exposes the syscall numbers but not every NUMA constant, so the ones used here are
+//! defined below (values from `include/uapi/linux/mempolicy.h`).
+
+use std::io;
+
+/// `MPOL_BIND`: allocate only on the given nodes.
+pub const MPOL_BIND: libc::c_int = 2;
+/// `MPOL_MF_STRICT`: fail if existing pages do not follow the policy.
+pub const MPOL_MF_STRICT: libc::c_uint = 1 << 0;
+/// `MPOL_F_NODE`: with `MPOL_F_ADDR`, `get_mempolicy` returns the node of the page at `addr`.
+pub const MPOL_F_NODE: libc::c_ulong = 1 << 0;
+/// `MPOL_F_ADDR`: look up the policy (or node) of an address rather than of the thread.
+pub const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
+
+/// Pin the calling thread to one CPU (kernel id).
+pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
+    if cpu as usize >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU id beyond {}", libc::CPU_SETSIZE)));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set, and CPU_SET stays in bounds
+    // (checked above). sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on (to explain affinity failures).
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: as above; sched_getaffinity writes at most size_of::<cpu_set_t>() bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![];
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).map(|c| c as u32).collect()
+    }
+}
+
+/// An anonymous private mapping of `len` bytes (page aligned, zero filled, not yet touched).
+pub fn map_anon(len: usize) -> io::Result<*mut u8> {
+    // SAFETY: anonymous mapping with no fixed address; the kernel picks a fresh range.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
+/// Ask for transparent huge pages on a mapping (best effort: fewer TLB misses, so the
+/// figures reflect the memory system rather than page walks).
+pub fn advise_huge(ptr: *mut u8, len: usize) {
+    // SAFETY: ptr/len describe a mapping this process owns; madvise only changes hints.
+    unsafe {
+        libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE);
+    }
+}
+
+/// Unmap a mapping made by [`map_anon`].
+///
+/// # Safety
+/// `ptr`/`len` must be exactly a live mapping returned by [`map_anon`], not used afterwards.
+pub unsafe fn unmap(ptr: *mut u8, len: usize) {
+    libc::munmap(ptr.cast(), len);
+}
+
+/// Bind `[ptr, ptr+len)` to memory node `node` (kernel id) with `MPOL_BIND`, before first touch.
+pub fn bind_to_node(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    // The kernel reads `maxnode - 1` bits; give it whole words with room past `node`.
+    let words = (node as usize + 1) / 64 + 1;
+    let mut mask = vec![0 as libc::c_ulong; words];
+    mask[node as usize / 64] |= 1 << (node % 64);
+    let maxnode = (words * 64) as libc::c_ulong;
+    // SAFETY: mbind reads `maxnode - 1` bits of `mask`, which has `words * 64` bits; the range
+    // is a mapping this process owns.
+    let r = unsafe {
+        libc::syscall(libc::SYS_mbind, ptr as libc::c_ulong, len as libc::c_ulong, MPOL_BIND, mask.as_ptr(), maxnode, MPOL_MF_STRICT)
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The node (kernel id) holding the page at `addr`, or `None` when the kernel cannot say
+/// (e.g. `get_mempolicy` is filtered by a sandbox).
+pub fn node_of_page(addr: *const u8) -> Option<i32> {
+    let mut node: libc::c_int = -1;
+    // SAFETY: with MPOL_F_NODE|MPOL_F_ADDR and a null mask, the kernel writes one int to `node`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            addr as libc::c_ulong,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    (r == 0).then_some(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_to_an_allowed_cpu_works_and_to_a_missing_one_fails() {
+        let allowed = allowed_cpus();
+        assert!(!allowed.is_empty());
+        std::thread::spawn(move || {
+            pin_current_thread(allowed[0]).unwrap();
+            assert_eq!(allowed_cpus(), vec![allowed[0]]);
+            assert!(pin_current_thread(libc::CPU_SETSIZE as u32 + 5).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn bound_pages_land_on_node_0_and_binding_a_missing_node_fails() {
+        let len = 1 << 20;
+        let p = map_anon(len).unwrap();
+        bind_to_node(p, len, 0).unwrap();
+        // SAFETY: p is a fresh writable mapping of len bytes.
+        unsafe { p.write(1) };
+        if let Some(n) = node_of_page(p) {
+            assert_eq!(n, 0);
+        }
+        let q = map_anon(len).unwrap();
+        let e = bind_to_node(q, len, 1000).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        // SAFETY: both are live mappings from map_anon, not used again.
+        unsafe {
+            unmap(p, len);
+            unmap(q, len);
+        }
+    }
+}
