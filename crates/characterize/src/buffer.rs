@@ -44,8 +44,9 @@ impl NodeBuffer {
                     return Err(CharError::Misplaced {
                         node,
                         found,
-                        hint: "another memory policy or cgroup setting overrides mbind; run outside numactl/cpuset limits"
-                            .into(),
+                        hint:
+                            "another memory policy or cgroup setting overrides mbind; run outside numactl/cpuset limits"
+                                .into(),
                     });
                 }
             }

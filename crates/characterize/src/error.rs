@@ -26,7 +26,9 @@ pub enum CharError {
         hint: String,
     },
     /// `mmap(2)` failed.
-    #[error("cannot allocate {bytes} bytes for node {node}'s buffers: {source} (try --quick, which uses smaller buffers)")]
+    #[error(
+        "cannot allocate {bytes} bytes for node {node}'s buffers: {source} (try --quick, which uses smaller buffers)"
+    )]
     Alloc {
         node: u32,
         bytes: usize,

@@ -106,30 +106,34 @@ fn to_group_matrix(base: &Machine, mx: &MlcMatrix, unit: &str, scale: f64) -> Re
     Ok(Matrix::new(unit, MatrixSource::Measured, rows))
 }
 
-/// `base` with the Bandwidth Graph from MLC's bandwidth matrix and, if given, latency matrix.
-pub fn import(base: &Machine, bw: &MlcMatrix, lat: Option<&MlcMatrix>, origin: &str) -> Result<Machine, CharError> {
+/// `base` with the Bandwidth Graph from MLC's bandwidth matrix (read from `origin`) and, if
+/// given, a latency matrix (with the file it came from).
+pub fn import(
+    base: &Machine,
+    bw: &MlcMatrix,
+    lat: Option<(&MlcMatrix, &str)>,
+    origin: &str,
+) -> Result<Machine, CharError> {
     if bw.kind != MlcKind::Bandwidth {
         return Err(CharError::Import(format!("{origin}: expected a bandwidth matrix, found a latency matrix")));
     }
-    if let Some(l) = lat {
+    if let Some((l, _)) = lat {
         if l.kind != MlcKind::Latency {
             return Err(CharError::Import(format!("{origin}: expected a latency matrix, found a bandwidth matrix")));
         }
     }
     let mut m = base.clone();
-    let latency = lat.map(|l| to_group_matrix(base, l, "ns", 1.0)).transpose()?;
-    m.bandwidth = Some(BandwidthGraph {
-        uncontended: to_group_matrix(base, bw, "GB/s", 1e-3)?,
-        contended: None,
-        latency,
-    });
+    let latency = lat.map(|(l, _)| to_group_matrix(base, l, "ns", 1.0)).transpose()?;
+    m.bandwidth =
+        Some(BandwidthGraph { uncontended: to_group_matrix(base, bw, "GB/s", 1e-3)?, contended: None, latency });
     m.notes.push(format!(
         "bandwidth.uncontended imported from Intel MLC --bandwidth_matrix ({origin}); MB/s / 1000 = GB/s; \
          every CPU group of a node has its node's row; no contended matrix (MLC does not measure one)"
     ));
-    if lat.is_some() {
-        m.notes.push(format!("bandwidth.latency imported from Intel MLC --latency_matrix ({origin})"));
+    if let Some((_, lat_origin)) = lat {
+        m.notes.push(format!("bandwidth.latency imported from Intel MLC --latency_matrix ({lat_origin})"));
     }
+    m.description = format!("Bandwidth Graph imported from Intel MLC output ({origin})");
     ptb_topology::validate::validate(&m, origin)?;
     Ok(m)
 }

@@ -123,7 +123,11 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
             if toks.len() - 1 != cols.len() {
                 return Err(err(
                     line,
-                    format!("the row for node {r} has {} values but the header names {} nodes", toks.len() - 1, cols.len()),
+                    format!(
+                        "the row for node {r} has {} values but the header names {} nodes",
+                        toks.len() - 1,
+                        cols.len()
+                    ),
                 ));
             }
             let mut row = Vec::with_capacity(cols.len());
@@ -135,7 +139,10 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
                 match t.parse::<f64>() {
                     Ok(v) if v.is_finite() && v >= 0.0 => row.push(Some(v)),
                     Ok(_) => {
-                        return Err(err(line, format!("node {r} -> node {c}: `{t}` is not a finite non-negative value")))
+                        return Err(err(
+                            line,
+                            format!("node {r} -> node {c}: `{t}` is not a finite non-negative value"),
+                        ))
                     }
                     Err(_) => return Err(err(line, format!("node {r} -> node {c}: `{t}` is not a number"))),
                 }
@@ -162,9 +169,9 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
 pub fn parse_one(text: &str, kind: MlcKind) -> Result<MlcMatrix, MlcError> {
     let all = parse(text, Some(kind))?;
     let n = text.lines().count().max(1);
-    all.into_iter().find(|m| m.kind == kind).ok_or_else(|| {
-        err(n, format!("no {} matrix in this file (found only other MLC matrices)", kind.unit()))
-    })
+    all.into_iter()
+        .find(|m| m.kind == kind)
+        .ok_or_else(|| err(n, format!("no {} matrix in this file (found only other MLC matrices)", kind.unit())))
 }
 
 /// Write a matrix the way MLC prints it (so [`parse`] reads it back).
@@ -259,14 +266,17 @@ mod tests {
     fn matrix() -> impl Strategy<Value = MlcMatrix> {
         (1usize..6, 1usize..6, any::<bool>()).prop_flat_map(|(nr, extra, bw)| {
             let nc = nr + extra - 1;
-            proptest::collection::vec(proptest::collection::vec(proptest::option::weighted(0.9, 0u32..2_000_000), nc), nr)
-                .prop_map(move |v| MlcMatrix {
-                    kind: if bw { MlcKind::Bandwidth } else { MlcKind::Latency },
-                    line: if bw { 4 } else { 3 },
-                    rows: (0..nr as u32).collect(),
-                    cols: (0..nc as u32).collect(),
-                    values: v.into_iter().map(|r| r.into_iter().map(|x| x.map(|x| x as f64 / 10.0)).collect()).collect(),
-                })
+            proptest::collection::vec(
+                proptest::collection::vec(proptest::option::weighted(0.9, 0u32..2_000_000), nc),
+                nr,
+            )
+            .prop_map(move |v| MlcMatrix {
+                kind: if bw { MlcKind::Bandwidth } else { MlcKind::Latency },
+                line: if bw { 4 } else { 3 },
+                rows: (0..nr as u32).collect(),
+                cols: (0..nc as u32).collect(),
+                values: v.into_iter().map(|r| r.into_iter().map(|x| x.map(|x| x as f64 / 10.0)).collect()).collect(),
+            })
         })
     }
 

@@ -90,7 +90,15 @@ pub fn bind_to_node(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
     // SAFETY: mbind reads `maxnode - 1` bits of `mask`, which has `words * 64` bits; the range
     // is a mapping this process owns.
     let r = unsafe {
-        libc::syscall(libc::SYS_mbind, ptr as libc::c_ulong, len as libc::c_ulong, MPOL_BIND, mask.as_ptr(), maxnode, MPOL_MF_STRICT)
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr as libc::c_ulong,
+            len as libc::c_ulong,
+            MPOL_BIND,
+            mask.as_ptr(),
+            maxnode,
+            MPOL_MF_STRICT,
+        )
     };
     if r != 0 {
         return Err(io::Error::last_os_error());

@@ -15,7 +15,7 @@ fn broadwell_matrices_round_trip_through_a_machine_file() {
     assert_eq!((bw.rows.len(), bw.cols.len()), (4, 4));
     let base = placeholder(&bw, "broadwell", 4);
     assert!(fits(&base, &bw));
-    let m = import(&base, &bw, Some(&lat), "broadwell fixture").unwrap();
+    let m = import(&base, &bw, Some((&lat, "lat fixture")), "broadwell fixture").unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broadwell.toml");
@@ -34,7 +34,12 @@ fn broadwell_matrices_round_trip_through_a_machine_file() {
         line: 4,
         rows: back.groups.iter().map(|gr| back.nodes[gr.node.ix()].id.0).collect(),
         cols: back.nodes.iter().map(|n| n.id.0).collect(),
-        values: g.uncontended.rows.iter().map(|r| r.iter().map(|v| Some((v * 1e3 * 10.0).round() / 10.0)).collect()).collect(),
+        values: g
+            .uncontended
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|v| Some((v * 1e3 * 10.0).round() / 10.0)).collect())
+            .collect(),
     };
     let reparsed = mlc::parse_one(&mlc::format(&again), MlcKind::Bandwidth).unwrap();
     assert_eq!(reparsed.values, bw.values);
@@ -46,7 +51,7 @@ fn a_cxl_node_without_cpus_becomes_a_memory_only_column() {
     let bw = mlc::parse_one(&text, MlcKind::Bandwidth).unwrap();
     let lat = mlc::parse_one(&text, MlcKind::Latency).unwrap();
     let base = placeholder(&bw, "cxl", 8);
-    let m = import(&base, &bw, Some(&lat), "cxl fixture").unwrap();
+    let m = import(&base, &bw, Some((&lat, "cxl fixture")), "cxl fixture").unwrap();
     let cxl = m.node_idx(NodeId(1)).unwrap();
     assert!(!m.node(cxl).has_cpus() && m.node(cxl).has_memory());
     assert_eq!(m.groups.len(), 1);
@@ -63,6 +68,6 @@ fn matrices_that_do_not_fit_the_machine_are_refused() {
     let e = import(&base, &bw, None, "x").unwrap_err().to_string();
     assert!(e.contains("node 2") && e.contains("does not have"), "{e}");
     let lat = mlc::parse_one("latency\nNuma node 0 1\n0 1 2\n", MlcKind::Latency).unwrap();
-    let e = import(&base, &small, Some(&lat), "x").unwrap_err().to_string();
+    let e = import(&base, &small, Some((&lat, "y")), "x").unwrap_err().to_string();
     assert!(e.contains("no row for node 1"), "{e}");
 }

@@ -58,7 +58,7 @@ const PALETTE: [RGBColor; 10] = [
 pub fn fmt_value(v: f64) -> String {
     if !v.is_finite() {
         "n/a".into()
-    } else if v.abs() >= 100.0 {
+    } else if v.abs() >= 1000.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
@@ -129,7 +129,7 @@ pub fn heatmap(
     let label_w = row_labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) as i32 * 9 + 24;
     let col_w = col_labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) as i32 * 9 + 16;
     let (cw, ch) = (col_w.max(84), 46);
-    let (left, top) = (label_w.max(60), 86);
+    let (left, top) = (label_w.max(100), 86);
     let width = (left + nc * cw + 130).max((title.chars().count() as i32) * 11 + 40);
     let height = top + nr * ch + 50;
     let spec = Heat { title, row_labels, col_labels, values, unit, lo, hi, cw, ch, left, top };
@@ -191,8 +191,8 @@ impl Heat<'_> {
         let grid_h = self.ch * self.row_labels.len() as i32;
         a.draw_text(
             "CPU group",
-            &text_style(13.0, &RGBColor(90, 90, 90), HPos::Left, VPos::Top),
-            (4, self.top + grid_h + 12),
+            &text_style(13.0, &RGBColor(90, 90, 90), HPos::Right, VPos::Bottom),
+            (self.left - 8, self.top - 6),
         )
         .map_err(de)?;
         // Colour bar: top = max, bottom = min.
@@ -257,8 +257,9 @@ pub fn bars(
     let group_w = group_w.max(cat_chars * 8 + 10);
     let (left, top, plot_h) = (84, 80, 320);
     let legend_w = series.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(1) as i32 * 8 + 50;
-    let width = (left + categories.len() as i32 * group_w + legend_w + 30).max((title.chars().count() as i32) * 11 + 40);
-    let height = top + plot_h + 70;
+    let width =
+        (left + categories.len() as i32 * group_w + legend_w + 30).max((title.chars().count() as i32) * 11 + 40);
+    let height = top + plot_h + 80;
     let spec = Bars { title, categories, series, y_label, ticks, bar_w, group_w, left, top, plot_h };
     both(png_path, svg_path, (width as u32, height as u32), |a| spec.draw(a), |a| spec.draw(a))
 }
@@ -321,7 +322,7 @@ impl Bars<'_> {
                 }
             }
             let cx = self.left + j as i32 * self.group_w + self.group_w / 2;
-            a.draw_text(cat, &label, (cx, self.top + self.plot_h + 8)).map_err(de)?;
+            a.draw_text(cat, &label, (cx, self.top + self.plot_h + 20)).map_err(de)?;
         }
         a.draw(&PathElement::new(vec![(self.left, zero), (right, zero)], BLACK)).map_err(de)?;
         a.draw(&PathElement::new(vec![(self.left, self.top), (self.left, self.top + self.plot_h)], BLACK))
@@ -368,11 +369,24 @@ mod tests {
         assert!(std::fs::metadata(&png).unwrap().len() > 1000);
         assert!(std::fs::read_to_string(&svg).unwrap().contains("36.5"));
         assert!(heatmap("BG", &labels("g", 1), &labels("n", 2), &v, "GB/s", &png, &svg).is_err());
-        let s = vec![("first-touch".to_string(), vec![1.0, 2.0]), ("ptb".to_string(), vec![1.5, -0.5])];
+        let s = vec![
+            ("first-touch".to_string(), vec![1.0, 2.0, 1.0]),
+            ("ptb-classic".to_string(), vec![1.5, -0.5, 2.4]),
+            ("interleave".to_string(), vec![1.2, 1.1, f64::NAN]),
+        ];
         let (png, svg) = (d.path().join("b.png"), d.path().join("b.svg"));
-        bars("speed-up", &labels("w", 2), &s, "x", &png, &svg).unwrap();
+        bars("speed-up over first-touch (simulated)", &labels("workload-", 3), &s, "x", &png, &svg).unwrap();
         assert!(std::fs::read_to_string(&svg).unwrap().contains("first-touch"));
+        if let Some(keep) = std::env::var_os("PTB_KEEP_PLOTS") {
+            // For looking at the plots by eye: PTB_KEEP_PLOTS=/some/dir cargo test -p ptb plot
+            for f in ["h.png", "h.svg", "b.png", "b.svg"] {
+                std::fs::copy(d.path().join(f), Path::new(&keep).join(f)).unwrap();
+            }
+        }
         let missing = d.path().join("no/such/dir/x.png");
-        assert!(bars("t", &labels("w", 2), &s, "x", &missing, &svg).unwrap_err().to_string().contains("does not exist"));
+        assert!(bars("t", &labels("w", 3), &s, "x", &missing, &svg)
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist"));
     }
 }

@@ -109,7 +109,8 @@ fn say(json: bool, text: &str) {
 }
 
 fn measure(args: &Args) -> Result<()> {
-    let live = ptb_topology::sysfs::read_machine(Path::new("/")).context("reading this machine's topology from /sys")?;
+    let live =
+        ptb_topology::sysfs::read_machine(Path::new("/")).context("reading this machine's topology from /sys")?;
     let m = match args.groups {
         GroupsArg::Die => live,
         GroupsArg::Node => model::group_by_node(&live),
@@ -141,7 +142,8 @@ fn measure(args: &Args) -> Result<()> {
             &format!(
                 "This machine has a single NUMA node with one CPU group: measuring the 1x1 case only (local \
                  bandwidth and latency of {} to node {}). There are no remote pairs to measure.",
-                m.groups[0].name, m.nodes[mem[0].ix()].id.0
+                m.groups[0].name,
+                m.nodes[mem[0].ix()].id.0
             ),
         );
     }
@@ -235,13 +237,18 @@ fn draw_heatmaps(m: &Machine, prefix: &Path) -> Result<Vec<String>> {
     let rows = row_labels(m);
     let mut written = Vec::new();
     let mut one = |suffix: &str, title: &str, mx: &Matrix| -> Result<()> {
-        let (png, svg) = (with_suffix(prefix, &format!("-{suffix}.png")), with_suffix(prefix, &format!("-{suffix}.svg")));
+        let (png, svg) =
+            (with_suffix(prefix, &format!("-{suffix}.png")), with_suffix(prefix, &format!("-{suffix}.svg")));
         plot::heatmap(title, &rows, &cols, &mx.rows, &mx.unit, &png, &svg)?;
         written.push(png.display().to_string());
         written.push(svg.display().to_string());
         Ok(())
     };
-    one("uncontended", &format!("{}: bandwidth, one CPU group active ({})", m.name, bg.uncontended.unit), &bg.uncontended)?;
+    one(
+        "uncontended",
+        &format!("{}: bandwidth, one CPU group active ({})", m.name, bg.uncontended.unit),
+        &bg.uncontended,
+    )?;
     if let Some(c) = &bg.contended {
         one("contended", &format!("{}: bandwidth, all CPU groups active ({})", m.name, c.unit), c)?;
     }
@@ -300,7 +307,10 @@ fn print_results(m: &Machine, c: &Characterisation) {
         )
     );
     println!();
-    print!("{}", text_matrix(&format!("Bandwidth, all CPU groups active at once (GB/s; {how})"), m, &c.contended, None));
+    print!(
+        "{}",
+        text_matrix(&format!("Bandwidth, all CPU groups active at once (GB/s; {how})"), m, &c.contended, None)
+    );
     println!();
     print!("{}", text_matrix(&format!("Idle latency (ns; {how})"), m, &c.latency, None));
     if let Some(s) = &c.sanity {
@@ -334,8 +344,8 @@ fn import_mlc(args: &Args, path: &Path) -> Result<()> {
         )
     })?;
     let lat = match &args.latency {
-        Some(lp) => Some(mlc::parse_one(&read(lp)?, MlcKind::Latency).map_err(mlc_err(lp))?),
-        None => all.iter().find(|m| m.kind == MlcKind::Latency).cloned(),
+        Some(lp) => Some((mlc::parse_one(&read(lp)?, MlcKind::Latency).map_err(mlc_err(lp))?, lp.as_path())),
+        None => all.iter().find(|m| m.kind == MlcKind::Latency).cloned().map(|l| (l, path)),
     };
     let name = path.file_stem().map_or("mlc".into(), |s| s.to_string_lossy().to_string());
     let base = match &args.machine {
@@ -353,7 +363,9 @@ fn import_mlc(args: &Args, path: &Path) -> Result<()> {
             }
         },
     };
-    let mut m = import::import(&base, &bw, lat.as_ref(), &path.display().to_string())?;
+    let lat_origin = lat.as_ref().map(|(_, p)| p.display().to_string());
+    let lat_ref = lat.as_ref().zip(lat_origin.as_deref()).map(|((l, _), o)| (l, o));
+    let mut m = import::import(&base, &bw, lat_ref, &path.display().to_string())?;
     if let Some(out) = args.out.as_deref().and_then(Path::to_str) {
         m.source = ptb_topology::ModelSource::File { path: out.to_string() };
     }
