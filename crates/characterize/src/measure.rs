@@ -218,8 +218,11 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
     for node in m.nodes.iter().filter(|n| !n.has_memory()) {
         notes.push(format!("node {} has no memory: its column is 0", node.id.0));
     }
-    let matrix =
-        |unit: &str, rows, spread| Matrix { spread: Some(spread), ..Matrix::new(unit, MatrixSource::Measured, rows) };
+    // One sample has no run-to-run spread to report.
+    let matrix = |unit: &str, rows, spread| Matrix {
+        spread: (r > 1).then_some(spread),
+        ..Matrix::new(unit, MatrixSource::Measured, rows)
+    };
     Ok(Characterisation {
         uncontended: matrix("GB/s", unc, unc_sp),
         contended: matrix("GB/s", con, con_sp),

@@ -56,6 +56,8 @@ pub fn with_measurements(m: &Machine, c: &Characterisation, path: Option<&str>) 
             .trim_start()
             .to_string();
     }
+    // Notes that asked for a measurement are answered now.
+    out.notes.retain(|n| !n.contains("ptb characterize` to measure"));
     out.notes.extend(c.notes.iter().cloned());
     out.notes.push(
         "bandwidth.uncontended: one CPU group active, threads swept to the plateau; bandwidth.contended: every \

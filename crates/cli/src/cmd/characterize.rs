@@ -147,6 +147,16 @@ fn measure(args: &Args) -> Result<()> {
             ),
         );
     }
+    if let Some(load) = busy(m.n_cpus()) {
+        say(
+            args.json,
+            &format!(
+                "warning: this machine is busy (load average {load:.1} on {} CPUs): the measuring threads share \
+                 their CPUs, so figures will be low and noisy. Measure on an idle machine for a trustworthy graph.",
+                m.n_cpus()
+            ),
+        );
+    }
     let memonly: Vec<String> =
         m.nodes.iter().filter(|n| n.has_memory() && !n.has_cpus()).map(|n| n.id.0.to_string()).collect();
     if !memonly.is_empty() {
@@ -175,6 +185,14 @@ fn measure(args: &Args) -> Result<()> {
         print_results(&out_machine, &c);
     }
     finish(args, &out_machine, Some(&c))
+}
+
+/// The 1-minute load average when it exceeds half the CPUs (other work competes with the
+/// measurement), read from /proc/loadavg.
+fn busy(cpus: usize) -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let load: f64 = text.split_whitespace().next()?.parse().ok()?;
+    (load > cpus.max(1) as f64 * 0.5).then_some(load)
 }
 
 /// Add what to do to low-level errors.
