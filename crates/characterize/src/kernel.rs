@@ -130,12 +130,22 @@ pub struct Worker {
 #[repr(align(128))]
 struct Padded(AtomicU64);
 
+/// What one team run measured.
+#[derive(Clone, Debug)]
+pub struct TeamRun {
+    /// GB/s per team.
+    pub gbps: Vec<f64>,
+    /// The smallest share of the run any worker spent on a CPU (thread CPU time / wall time):
+    /// well below 1 means other work took the CPUs and the figures are low.
+    pub cpu_share: f64,
+}
+
 /// Run `work` on every worker at once; returns GB/s per team (`n_teams` entries), timed over
 /// `duration` after a warm-up of a quarter of it.
-pub fn run_team(workers: &[Worker], n_teams: usize, work: Work, duration: Duration) -> Result<Vec<f64>, CharError> {
+pub fn run_team(workers: &[Worker], n_teams: usize, work: Work, duration: Duration) -> Result<TeamRun, CharError> {
     let n = workers.len();
     if n == 0 {
-        return Ok(vec![0.0; n_teams]);
+        return Ok(TeamRun { gbps: vec![0.0; n_teams], cpu_share: 1.0 });
     }
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(n + 1);
@@ -151,30 +161,44 @@ pub fn run_team(workers: &[Worker], n_teams: usize, work: Work, duration: Durati
                     let pinned = sys::pin_current_thread(w.cpu);
                     barrier.wait();
                     pinned.map_err(|source| affinity_error(w.cpu, source))?;
+                    let c0 = sys::thread_cpu_time();
                     match work {
                         Work::Triad(k) => k.work(t, n, stop, done),
                         Work::Copy(k) => k.work(t, n, stop, done),
                     }
-                    Ok::<(), CharError>(())
+                    Ok::<Duration, CharError>(sys::thread_cpu_time() - c0)
                 })
             })
             .collect();
         barrier.wait();
+        let released = Instant::now();
         std::thread::sleep(warm);
         let t0 = Instant::now();
         let before: Vec<u64> = done.iter().map(|d| d.0.load(Ordering::Relaxed)).collect();
         std::thread::sleep(duration);
-        let after: Vec<u64> = done.iter().map(|d| d.0.load(Ordering::Relaxed)).collect();
+        // On a busy machine a worker may not have run at all yet: extend the window (up to ten
+        // times) until every worker has made progress, so no figure is an artefact of scheduling.
+        let mut after: Vec<u64>;
+        loop {
+            after = done.iter().map(|d| d.0.load(Ordering::Relaxed)).collect();
+            if after.iter().zip(&before).all(|(a, b)| a > b) || t0.elapsed() > duration * 10 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let secs = t0.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
+        let wall = released.elapsed().as_secs_f64();
+        let mut cpu_share = 1.0f64;
         for h in handles {
-            h.join().map_err(|_| CharError::Thread("a bandwidth worker panicked".into()))??;
+            let cpu = h.join().map_err(|_| CharError::Thread("a bandwidth worker panicked".into()))??;
+            cpu_share = cpu_share.min(cpu.as_secs_f64() / wall);
         }
-        let mut per_team = vec![0.0; n_teams];
+        let mut gbps = vec![0.0; n_teams];
         for (w, (b, a)) in workers.iter().zip(before.iter().zip(&after)) {
-            per_team[w.team] += (a - b) as f64 / secs / 1e9;
+            gbps[w.team] += (a - b) as f64 / secs / 1e9;
         }
-        Ok(per_team)
+        Ok(TeamRun { gbps, cpu_share })
     })
 }
 
@@ -212,12 +236,14 @@ mod tests {
         let cpus = sys::allowed_cpus();
         let buf = NodeBuffer::new(3 * 8 * (1 << 16), 0).unwrap();
         let workers: Vec<Worker> = cpus.iter().take(2).enumerate().map(|(i, &c)| Worker { cpu: c, team: i }).collect();
-        let gbps = run_team(&workers, workers.len(), Work::Triad(Triad::new(&buf, 1 << 16)), Duration::from_millis(5))
+        let run = run_team(&workers, workers.len(), Work::Triad(Triad::new(&buf, 1 << 16)), Duration::from_millis(5))
             .unwrap();
+        let gbps = run.gbps;
+        assert!(run.cpu_share > 0.0 && run.cpu_share <= 1.05, "{}", run.cpu_share);
         assert_eq!(gbps.len(), workers.len());
         assert!(gbps.iter().all(|g| *g > 0.0), "{gbps:?}");
         let copy = run_team(&workers[..1], 1, Work::Copy(Copy::new(&buf, 1 << 20)), Duration::from_millis(5)).unwrap();
-        assert!(copy[0] > 0.0);
+        assert!(copy.gbps[0] > 0.0);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Approach: split a node-bound buffer larger than the last-level cache into cache-line slots
 //! and link them into one random cycle (Sattolo's shuffle, so the cycle visits every slot).
 //! Each load's address is the value of the previous load, so loads cannot overlap; the mean
-//! time per step over a timed run is the latency. TLB misses are reduced by asking for huge
+//! thread CPU time per step over a timed run is the latency. TLB misses are reduced by asking for huge
 //! pages, as MLC does by default.
 
 use crate::buffer::NodeBuffer;
@@ -82,17 +82,19 @@ impl Cycle {
                 let mut p = start;
                 // Warm-up: leave the start-up transient (and the slot last written) behind.
                 p = chase(p, STEPS);
-                let t0 = Instant::now();
+                // Timed in thread CPU time: a dependent load stalls the CPU it runs on, so CPU
+                // time is the latency, and time spent descheduled on a busy machine is not.
+                let (t0, c0) = (Instant::now(), sys::thread_cpu_time());
                 let mut steps = 0u64;
                 loop {
                     p = chase(p, STEPS);
                     steps += STEPS as u64;
-                    if t0.elapsed() >= duration {
+                    if sys::thread_cpu_time() - c0 >= duration || t0.elapsed() >= duration * 20 {
                         break;
                     }
                 }
                 std::hint::black_box(p);
-                Ok(t0.elapsed().as_secs_f64() * 1e9 / steps as f64)
+                Ok((sys::thread_cpu_time() - c0).as_secs_f64() * 1e9 / steps as f64)
             })
             .join()
             .map_err(|_| CharError::Thread("the latency worker panicked".into()))?

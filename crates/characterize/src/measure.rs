@@ -53,6 +53,9 @@ pub struct Characterisation {
     /// GB/s at 1, 2, ... threads for each (group, node): the sweep that found the plateau.
     pub sweeps: Vec<Vec<Vec<f64>>>,
     pub sanity: Option<Sanity>,
+    /// The smallest share of a bandwidth sample that a measuring thread spent on its CPU
+    /// (1 = never preempted). Well below 1: the machine was busy and bandwidths are low.
+    pub min_cpu_share: f64,
     /// Wall-clock seconds the run took.
     pub seconds: f64,
     pub options: Options,
@@ -115,6 +118,12 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         *done += 1;
     };
     let mut sanity = None;
+    let mut share = 1.0f64;
+    let mut team = |w: &[Worker], teams: usize, work: Work| -> Result<Vec<f64>, CharError> {
+        let run = run_team(w, teams, work, o.bw_time)?;
+        share = share.min(run.cpu_share);
+        Ok(run.gbps)
+    };
     for &n in &mem_nodes {
         let node = &m.nodes[n.ix()];
         let id = node.id.0;
@@ -155,7 +164,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
             let mut k = 1;
             while k <= cpus.len() {
                 step(&mut done, format!("bandwidth {name} -> node {id}, {k} thread(s)"));
-                let v = run_team(&workers(k), 1, Work::Triad(triad), o.bw_time)?[0];
+                let v = team(&workers(k), 1, Work::Triad(triad))?[0];
                 sweeps[g][n.ix()].push(v);
                 if v > best * (1.0 + o.plateau_gain) {
                     flat = 0;
@@ -174,7 +183,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
             let mut samples = vec![best];
             for i in 1..r {
                 step(&mut done, format!("bandwidth {name} -> node {id}, {best_k} thread(s), repeat {}", i + 1));
-                samples.push(run_team(&workers(best_k), 1, Work::Triad(triad), o.bw_time)?[0]);
+                samples.push(team(&workers(best_k), 1, Work::Triad(triad))?[0]);
             }
             (unc[g][n.ix()], unc_sp[g][n.ix()]) = median_spread(&samples);
             threads[g][n.ix()] = best_k;
@@ -186,7 +195,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
             (lat[g][n.ix()], lat_sp[g][n.ix()]) = median_spread(&ls);
             if sanity.is_none() && m.groups[g].node == n {
                 let copy = Work::Copy(Copy::new(&buf, 3 * ulen * 8 / 2));
-                let c = run_team(&workers(best_k), 1, copy, o.bw_time)?[0];
+                let c = team(&workers(best_k), 1, copy)?[0];
                 let kernel = unc[g][n.ix()];
                 sanity = Some(Sanity {
                     group: name.clone(),
@@ -206,7 +215,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); ng];
         for i in 0..r {
             step(&mut done, format!("contended: all {} groups -> node {id}, sample {}", ng, i + 1));
-            for (g, v) in run_team(&all, ng, Work::Triad(contended_triad), o.bw_time)?.into_iter().enumerate() {
+            for (g, v) in team(&all, ng, Work::Triad(contended_triad))?.into_iter().enumerate() {
                 per_group[g].push(v);
             }
         }
@@ -215,6 +224,13 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         }
     }
     progress(Step { done: total, total, what: "done" });
+    if share < 0.8 {
+        notes.push(format!(
+            "the machine was busy: a measuring thread ran only {:.0}% of a sample's time, so bandwidths are lower \
+             than the hardware's (latencies are timed in thread CPU time and are less affected)",
+            share * 100.0
+        ));
+    }
     for node in m.nodes.iter().filter(|n| !n.has_memory()) {
         notes.push(format!("node {} has no memory: its column is 0", node.id.0));
     }
@@ -230,6 +246,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         plateau_threads: threads,
         sweeps,
         sanity,
+        min_cpu_share: share,
         seconds: t_start.elapsed().as_secs_f64(),
         options: o.clone(),
         notes,

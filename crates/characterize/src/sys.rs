@@ -44,6 +44,15 @@ pub fn allowed_cpus() -> Vec<u32> {
     }
 }
 
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): unlike the wall clock, it
+/// does not advance while the thread waits for a CPU on a busy machine.
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
+}
+
 /// An anonymous private mapping of `len` bytes (page aligned, zero filled, not yet touched).
 pub fn map_anon(len: usize) -> io::Result<*mut u8> {
     // SAFETY: anonymous mapping with no fixed address; the kernel picks a fresh range.
