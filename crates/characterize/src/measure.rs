@@ -75,16 +75,19 @@ pub fn median_spread(samples: &[f64]) -> (f64, f64) {
     (med, s[n - 1] - s[0])
 }
 
-/// CPUs a group measures with (at most `max_threads`).
-fn group_cpus(m: &Machine, g: usize, max_threads: usize) -> Vec<u32> {
-    m.groups[g].cpus.iter().map(|c| c.0).take(max_threads.max(1)).collect()
+/// CPUs a group measures with: those this process may run on (all of them when the allowed
+/// set is unknown), at most `max_threads`.
+fn group_cpus(m: &Machine, g: usize, max_threads: usize, allowed: &[u32]) -> Vec<u32> {
+    let ok = |c: &u32| allowed.is_empty() || allowed.contains(c);
+    m.groups[g].cpus.iter().map(|c| c.0).filter(ok).take(max_threads.max(1)).collect()
 }
 
 /// Steps the run will take at most (for the progress bar).
-fn total_steps(m: &Machine, o: &Options) -> u64 {
+fn total_steps(m: &Machine, o: &Options, allowed: &[u32]) -> u64 {
     let mem = m.memory_nodes().len() as u64;
     let r = o.repeats.max(1) as u64;
-    let per_pair: u64 = (0..m.groups.len()).map(|g| group_cpus(m, g, o.max_threads).len() as u64 + (r - 1) + r).sum();
+    let per_pair: u64 =
+        (0..m.groups.len()).map(|g| group_cpus(m, g, o.max_threads, allowed).len() as u64 + (r - 1) + r).sum();
     mem * (1 + per_pair + r) + 1
 }
 
@@ -111,7 +114,25 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
     let mut threads = vec![vec![0usize; nn]; ng];
     let mut sweeps = vec![vec![Vec::new(); nn]; ng];
     let mut notes = vec![format!("measured by ptb characterize: {}", o.describe())];
-    let total = total_steps(m, o);
+    let allowed = crate::sys::allowed_cpus();
+    for (g, grp) in m.groups.iter().enumerate() {
+        let usable = group_cpus(m, g, usize::MAX, &allowed).len();
+        if usable == 0 {
+            return Err(CharError::Nothing(format!(
+                "this process may not run on any CPU of group {} ({}); allowed CPUs are {allowed:?} \
+                 (taskset/cpuset): run ptb characterize without CPU restrictions",
+                grp.name, grp.cpus
+            )));
+        }
+        if usable < grp.cpus.len() {
+            notes.push(format!(
+                "group {}: only {usable} of its {} CPUs may be used by this process (cpuset); measured with those",
+                grp.name,
+                grp.cpus.len()
+            ));
+        }
+    }
+    let total = total_steps(m, o, &allowed);
     let mut done = 0u64;
     let mut step = |done: &mut u64, what: String| {
         progress(Step { done: *done, total, what: &what });
@@ -157,7 +178,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         let triad = Triad::new(&buf, ulen);
         for g in 0..ng {
             let name = &m.groups[g].name;
-            let cpus = group_cpus(m, g, o.max_threads);
+            let cpus = group_cpus(m, g, o.max_threads, &allowed);
             let workers = |k: usize| -> Vec<Worker> { cpus[..k].iter().map(|&cpu| Worker { cpu, team: 0 }).collect() };
             // Thread sweep: stop after two steps in a row that gain less than `plateau_gain`.
             let (mut best_k, mut best, mut flat) = (1usize, 0.0f64, 0);
@@ -209,7 +230,7 @@ pub fn characterize(m: &Machine, o: &Options, progress: &mut dyn FnMut(Step)) ->
         }
         // Contended: every group at once, all its CPUs, data on this node.
         let all: Vec<Worker> = (0..ng)
-            .flat_map(|g| group_cpus(m, g, o.max_threads).into_iter().map(move |cpu| Worker { cpu, team: g }))
+            .flat_map(|g| group_cpus(m, g, o.max_threads, &allowed).into_iter().map(move |cpu| Worker { cpu, team: g }))
             .collect();
         let contended_triad = Triad::new(&buf, clen);
         let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); ng];

@@ -52,6 +52,22 @@ fn binding_to_a_node_that_is_not_here_is_explained() {
 }
 
 #[test]
+fn two_groups_on_one_node_give_two_rows_and_share_the_contended_run() {
+    if sys::allowed_cpus().iter().take(2).copied().collect::<Vec<_>>() != vec![0, 1] {
+        return; // needs CPUs 0 and 1
+    }
+    // CPU 0 and CPU 1 as two CPU groups of node 0.
+    let m = synthetic("nodes=1,cpus=2,dies=2").unwrap();
+    let c = characterize(&m, &Options::tiny(), &mut |_| {}).unwrap();
+    assert!(c.uncontended.has_shape(2, 1) && c.contended.has_shape(2, 1) && c.latency.has_shape(2, 1));
+    for g in 0..2 {
+        assert_eq!(c.plateau_threads[g][0], 1, "a one-CPU group sweeps one thread count");
+        assert!(c.uncontended.get(g, 0) > 0.0 && c.contended.get(g, 0) > 0.0 && c.latency.get(g, 0) > 0.0);
+    }
+    assert!(c.min_cpu_share > 0.0 && c.min_cpu_share <= 1.05);
+}
+
+#[test]
 fn grouping_by_node_merges_dies() {
     let m = synthetic("nodes=2,cpus=4,dies=2").unwrap();
     let by = model::group_by_node(&m);

@@ -50,6 +50,11 @@ fn a_quick_run_writes_a_machine_file_that_topology_shows() {
     let shown = ptb().args(["topology", "--machine"]).arg(&out).output().unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("measured") && shown.contains("Idle latency"), "{shown}");
+    // The simulator runs on the measured machine.
+    let sim = ptb().args(["simulate", "--duration-scale", "0.02", "--machine"]).arg(&out).output().unwrap();
+    let sim_out = String::from_utf8_lossy(&sim.stdout);
+    assert!(sim.status.success(), "{sim_out}\n{}", String::from_utf8_lossy(&sim.stderr));
+    assert!(sim_out.contains("SIMULATED"), "{sim_out}");
 }
 
 #[test]
