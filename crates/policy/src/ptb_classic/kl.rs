@@ -68,8 +68,8 @@ pub(crate) fn bisect(w: &Sim, verts: &[usize], a: usize) -> (Vec<usize>, Vec<usi
         for _ in 0..steps {
             let mut la: Vec<usize> = (0..n).filter(|&i| !locked[i] && left[i]).collect();
             let mut lb: Vec<usize> = (0..n).filter(|&i| !locked[i] && !left[i]).collect();
-            la.sort_by(|&x, &y| d[y].total_cmp(&d[x]).then(x.cmp(&y)));
-            lb.sort_by(|&x, &y| d[y].total_cmp(&d[x]).then(x.cmp(&y)));
+            la.sort_unstable_by(|&x, &y| d[y].total_cmp(&d[x]).then(x.cmp(&y)));
+            lb.sort_unstable_by(|&x, &y| d[y].total_cmp(&d[x]).then(x.cmp(&y)));
             let mut best: Option<(usize, usize, f64)> = None;
             'outer: for &i in &la {
                 for (k, &j) in lb.iter().enumerate() {

@@ -91,22 +91,24 @@ pub(crate) fn decide(prof: &Profile, inp: &PageInputs) -> PageDecision {
         (0..nn).map(|n| inp.free_bytes.get(n).copied().unwrap_or(0) / m.page_size.max(1)).collect();
     let mut out = PageDecision { min_budget: f64::INFINITY, ..PageDecision::default() };
 
-    let mut order: Vec<usize> = (0..prof.pages.len()).collect();
-    order.sort_by(|&x, &y| {
-        let (a, c) = (&prof.pages[x], &prof.pages[y]);
-        c.total.cmp(&a.total).then(a.key.cmp(&c.key))
-    });
+    // Pages below Min_Acc are never touched: count them and leave them out of the sort. The
+    // sort key is copied next to the index so sorting millions of pages stays cache-friendly.
+    let mut keyed: Vec<(std::cmp::Reverse<u64>, PageKey, u32)> = prof
+        .pages
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.total >= inp.min_acc)
+        .map(|(i, r)| (std::cmp::Reverse(r.total), r.key, i as u32))
+        .collect();
+    out.skipped_min_acc = (prof.pages.len() - keyed.len()) as u64;
+    keyed.sort_unstable();
+    let order: Vec<usize> = keyed.into_iter().map(|x| x.2 as usize).collect();
 
     let mut demand = vec![0.0f64; nn];
     let mut rr = 0usize;
     let mut k = 0;
     while k < order.len() {
         let row = &prof.pages[order[k]];
-        if row.total < inp.min_acc {
-            // Sorted by total: every remaining page is below Min_Acc too.
-            out.skipped_min_acc += (order.len() - k) as u64;
-            break;
-        }
         if total_budget <= 0.0 {
             out.budget_exhausted = true;
             break;
@@ -158,10 +160,6 @@ pub(crate) fn decide(prof: &Profile, inp: &PageInputs) -> PageDecision {
     if out.budget_exhausted && !inp.mem_nodes.is_empty() {
         for &i in &order[k..] {
             let row = &prof.pages[i];
-            if row.total < inp.min_acc {
-                out.skipped_min_acc += 1;
-                continue;
-            }
             let cur = (inp.current)(row.key).map(NodeIdx::ix);
             // Next node in round-robin order that can take the page.
             let mut placed = None;

@@ -1,6 +1,7 @@
 //! The cycle's histogram flattened for the two phases: threads as dense indices, pages as rows
 //! of (thread index, count) cells.
 
+use ptb_profile::histogram::FxBuild;
 use ptb_profile::{Histogram, PageKey, Tid};
 use std::collections::HashMap;
 
@@ -24,7 +25,7 @@ pub(crate) struct Profile {
 impl Profile {
     /// Flatten a histogram. Counts of threads not in `tids` (exited, or not managed) are dropped.
     pub fn build(h: &dyn Histogram, tids: &[Tid]) -> Profile {
-        let ix: HashMap<Tid, u32> = tids.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
+        let ix: HashMap<Tid, u32, FxBuild> = tids.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
         let mut p = Profile::default();
         h.for_each_page(&mut |key, counts| {
             let start = p.cells.len();

@@ -109,7 +109,7 @@ pub fn build(kind: HistogramKind, slots: usize, cpu_slots: usize, page_size: u64
 /// A fast, deterministic hasher for page keys (Fx-style multiply-rotate). Std's SipHash is
 /// DoS-resistant but several times slower, and samples are not attacker-chosen keys.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct FxHasher(u64);
+pub struct FxHasher(u64);
 
 impl std::hash::Hasher for FxHasher {
     fn finish(&self) -> u64 {
@@ -128,7 +128,8 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
-pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+/// Builds [`FxHasher`]s (for `HashMap<K, V, FxBuild>`).
+pub type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 #[cfg(test)]
 mod tests {

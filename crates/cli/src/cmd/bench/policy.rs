@@ -1,10 +1,317 @@
-//! `ptb bench policy` (being built).
+//! `ptb bench policy`: decision time per cycle of any policy on a synthesised snapshot, and
+//! the sample ingest rate of the two histograms.
+//!
+//! The snapshot is made up, deterministically from `--seed`: `THREADS` threads on a synthetic
+//! 8-node machine (one thread per CPU, each sharing group scattered over the nodes), `PAGES` distinct pages scattered over the address space,
+//! each page used mostly by one of 8 thread groups (90% of its samples) and otherwise by anyone,
+//! with an exponentially distributed number of samples of mean `--samples-per-page`, pages on random nodes. `decide` is timed over
+//! `--cycles` calls on the same snapshot (the policy ingests the samples inside `decide`, so the
+//! time includes building the histogram). Figures are wall-clock on the machine running the
+//! bench, single-threaded.
 
-use anyhow::{bail, Result};
+use crate::common::{parse_policies, ParamArgs};
+use anyhow::{bail, Context, Result};
+use comfy_table::Table;
+use ptb_policy::{PageLocations, PolicyKind, PolicySpec, Snapshot, StartContext, ThreadState};
+use ptb_profile::histogram::{ClassicTable, ExactHistogram, Histogram};
+use ptb_profile::{PageKey, Sample, SampleKind};
+use ptb_topology::{CpuId, Machine};
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Policies to time, comma-separated (any of `ptb policies`).
+    #[arg(long, default_value = "ptb-classic")]
+    policy: String,
+    /// A case THREADSxPAGES[:SAMPLES_PER_PAGE] (repeatable). Default for ptb-classic:
+    /// 64x15000:16 (classic table), 64x1000000:8 and 1024x16000000:2 (exact); for other
+    /// policies 64x1000000:8.
+    #[arg(long = "case", value_name = "TxP[:S]")]
+    cases: Vec<String>,
+    /// Divide the page count of every case by this (for small machines; say so when quoting).
+    #[arg(long, default_value_t = 1)]
+    scale: u64,
+    /// `decide` calls per case (the table shows the fastest and the mean).
+    #[arg(long, default_value_t = 3)]
+    cycles: u32,
+    /// Seed of the synthesised samples.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Skip the ingest-rate measurement.
+    #[arg(long)]
+    no_ingest: bool,
+    #[command(flatten)]
+    params: ParamArgs,
+}
 
-pub fn run(_args: Args) -> Result<()> {
-    bail!("`ptb bench policy` is not available in this build yet")
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    threads: usize,
+    pages: u64,
+    spp: u64,
+}
+
+fn parse_case(text: &str, scale: u64) -> Result<Case> {
+    let bad = || format!("--case `{text}`: expected THREADSxPAGES[:SAMPLES_PER_PAGE], e.g. 64x1000000:8");
+    let (tp, spp) = match text.split_once(':') {
+        Some((a, b)) => (a, b.trim().parse::<u64>().ok().filter(|s| *s > 0).with_context(bad)?),
+        None => (text, 8),
+    };
+    let (t, p) = tp.split_once('x').with_context(bad)?;
+    let threads: usize = t.trim().parse().ok().filter(|t| (1..=65536).contains(t)).with_context(bad)?;
+    let pages: u64 = p.trim().parse().ok().filter(|p| *p > 0).with_context(bad)?;
+    Ok(Case { threads, pages: (pages / scale.max(1)).max(1), spp })
+}
+
+/// splitmix64: a tiny deterministic generator (quality is ample for synthetic samples).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+struct World {
+    machine: Machine,
+    threads: Vec<ThreadState>,
+    samples: Vec<Sample>,
+    pages: PageLocations,
+    free: Vec<u64>,
+}
+
+fn synthesise(c: Case, seed: u64) -> Result<World> {
+    let cpus_per_node = c.threads.div_ceil(8).max(1);
+    let machine = ptb_topology::synthetic::synthetic(&format!("nodes=8,cpus={cpus_per_node}"))?;
+    let n_nodes = machine.n_nodes() as u64;
+    let threads: Vec<ThreadState> = (0..c.threads)
+        .map(|i| {
+            // Scatter each sharing group over the nodes, so the thread phase has work to do.
+            let cpu = CpuId(((i % 8) * cpus_per_node + i / 8) as u32);
+            ThreadState {
+                tid: 1000 + i as u32,
+                app: 1,
+                cpu,
+                node: machine.node_of_cpu(cpu).expect("one thread per CPU"),
+                group: machine.group_of_cpu(cpu).expect("one thread per CPU"),
+                affinity: None,
+            }
+        })
+        .collect();
+    let mut rng = Rng(seed);
+    let group = (c.threads / 8).max(1);
+    let mut samples = Vec::with_capacity((c.pages * c.spp) as usize);
+    let mut pages = PageLocations::new();
+    for k in 0..c.pages {
+        // Odd multiplier mod 2^32: distinct, scattered virtual page numbers.
+        let vpn = (k.wrapping_mul(2_654_435_761)) & 0xFFFF_FFFF;
+        pages.insert(PageKey { app: 1, vpn }, ptb_topology::NodeIdx(rng.below(n_nodes) as u16));
+        let g = (k % 8) as usize * group % c.threads;
+        // Exponentially distributed sample counts with mean `spp`: a few hot pages, many cold.
+        let u = (rng.below(1 << 53) as f64 + 1.0) / (1u64 << 53) as f64;
+        let n = ((-u.ln()) * c.spp as f64).round().max(1.0) as u64;
+        for _ in 0..n {
+            let t = if rng.below(10) < 9 {
+                g + rng.below(group as u64) as usize
+            } else {
+                rng.below(c.threads as u64) as usize
+            };
+            let t = &threads[t.min(c.threads - 1)];
+            samples.push(Sample {
+                app: 1,
+                tid: t.tid,
+                cpu: t.cpu,
+                addr: vpn * machine.page_size + rng.below(64) * 64,
+                kind: SampleKind::Load,
+                time_ns: 0,
+                data_src: None,
+                latency: None,
+                phys: None,
+            });
+        }
+    }
+    let free = vec![machine.nodes[0].memory_bytes; machine.n_nodes()];
+    Ok(World { machine, threads, samples, pages, free })
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e3)
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let specs = parse_policies(&args.policy)?;
+    if specs.is_empty() {
+        bail!("--policy: name at least one policy (see `ptb policies`)");
+    }
+    let mut table = Table::new();
+    table.set_header(vec![
+        "policy",
+        "threads",
+        "pages",
+        "samples",
+        "decide min ms",
+        "decide mean ms",
+        "decide cpu ms",
+        "collisions",
+        "threads moved",
+        "pages moved",
+    ]);
+    let mut ingest = Table::new();
+    ingest.set_header(vec![
+        "histogram",
+        "pages",
+        "samples",
+        "ingest Msamples/s (wall)",
+        "ingest Msamples/s/core (cpu)",
+        "collisions",
+        "pages held",
+    ]);
+    let mut ingested: Vec<u64> = Vec::new();
+    for spec in specs {
+        let classic = spec.kind == PolicyKind::PtbClassic;
+        let texts: Vec<String> = if !args.cases.is_empty() {
+            args.cases.clone()
+        } else if classic {
+            vec!["64x15000:16".into(), "64x1000000:8".into(), "1024x16000000:2".into()]
+        } else {
+            vec!["64x1000000:8".into()]
+        };
+        for (i, text) in texts.iter().enumerate() {
+            let case = parse_case(text, args.scale)?;
+            eprintln!("synthesising {} threads x {} pages ...", case.threads, case.pages);
+            let w = synthesise(case, args.seed)?;
+            // ptb-classic: the first default case uses the published table, the others the exact
+            // map; `--set` overrides either.
+            let mut params = ptb_policy::Params::new();
+            if classic && args.cases.is_empty() {
+                let h = if i == 0 { "classic" } else { "exact" };
+                params.insert("ptb-classic", "histogram", h, "bench default");
+            }
+            if let Some(path) = &args.params.config {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                params.add_toml(&text, &path.display().to_string())?;
+            }
+            for s in &args.params.set {
+                params.set_assignment(s)?;
+            }
+            let label = if classic {
+                let overridden = args.params.set.iter().find_map(|s| s.trim().strip_prefix("ptb-classic.histogram="));
+                let h = overridden.unwrap_or(if i == 0 || !args.cases.is_empty() { "classic" } else { "exact" });
+                format!("{spec} ({h})")
+            } else {
+                spec.to_string()
+            };
+            let (best, mean, cpu, stats) = time_policy(spec, &params, &w, args.cycles)?;
+            let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
+            table.add_row(vec![
+                label,
+                case.threads.to_string(),
+                case.pages.to_string(),
+                w.samples.len().to_string(),
+                ms(best),
+                ms(mean),
+                ms(cpu),
+                stat("hash_collisions"),
+                stat("threads_moved"),
+                stat("pages_moved"),
+            ]);
+            if !args.no_ingest && ingested.len() < 2 && case.threads == 64 && !ingested.contains(&case.pages) {
+                ingested.push(case.pages);
+                ingest_rows(&mut ingest, case, &w);
+            }
+        }
+    }
+    println!("{table}");
+    if !ingested.is_empty() {
+        println!("{ingest}");
+    }
+    println!(
+        "synthetic snapshots (8-node machine, one thread per CPU, 8 sharing groups); single-threaded; wall clock and this thread's CPU time{}",
+        if args.scale > 1 { format!("; page counts divided by --scale {}", args.scale) } else { String::new() }
+    );
+    Ok(())
+}
+
+/// Time `record_all` of the case's samples into each histogram (best of 3), one core.
+fn ingest_rows(t: &mut Table, case: Case, w: &World) {
+    let cpu_slots = w.machine.n_cpus();
+    let mut hs: Vec<(&str, Box<dyn Histogram>)> = vec![
+        ("classic (15000 slots)", Box::new(ClassicTable::new(15000, cpu_slots, w.machine.page_size))),
+        ("exact", Box::new(ExactHistogram::new(w.machine.page_size))),
+    ];
+    for (name, h) in hs.iter_mut() {
+        let (mut best, mut best_cpu) = (Duration::MAX, Duration::MAX);
+        for _ in 0..3 {
+            h.clear();
+            let (t0, c0) = (Instant::now(), thread_cpu());
+            h.record_all(&w.samples);
+            best = best.min(t0.elapsed());
+            best_cpu = best_cpu.min(thread_cpu().saturating_sub(c0));
+        }
+        let rate = |d: Duration| format!("{:.1}", w.samples.len() as f64 / d.as_secs_f64().max(1e-9) / 1e6);
+        let st = h.stats();
+        t.add_row(vec![
+            name.to_string(),
+            case.pages.to_string(),
+            w.samples.len().to_string(),
+            rate(best),
+            rate(best_cpu),
+            st.collisions.to_string(),
+            st.pages.to_string(),
+        ]);
+    }
+}
+
+type Stats = std::collections::BTreeMap<String, f64>;
+
+/// CPU time of the calling thread (immune to other processes on a shared machine).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes the timespec we pass; CLOCK_THREAD_CPUTIME_ID always exists
+    // on Linux. On failure ts stays zero and the column reads 0.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
+}
+
+/// Time `decide`: (fastest wall, mean wall, fastest thread CPU time, stats of the last plan).
+fn time_policy(
+    spec: PolicySpec,
+    params: &ptb_policy::Params,
+    w: &World,
+    cycles: u32,
+) -> Result<(Duration, Duration, Duration, Stats)> {
+    let allowed = w.machine.all_nodes();
+    let mut policy = ptb_policy::build(spec, params)?;
+    policy.start(&StartContext { machine: &w.machine, allowed: &allowed, threads: &w.threads });
+    let snap = Snapshot {
+        machine: &w.machine,
+        allowed: &allowed,
+        now: Duration::from_secs(1),
+        cycle: Duration::from_secs(1),
+        threads: &w.threads,
+        samples: &w.samples,
+        sampling_period: 4096,
+        pages: &w.pages,
+        regions: &[],
+        free_bytes: &w.free,
+    };
+    let (mut best, mut total, mut best_cpu) = (Duration::MAX, Duration::ZERO, Duration::MAX);
+    let mut stats = Stats::new();
+    for _ in 0..cycles.max(1) {
+        let (t0, c0) = (Instant::now(), thread_cpu());
+        let plan = policy.decide(&snap);
+        let dt = t0.elapsed();
+        best_cpu = best_cpu.min(thread_cpu().saturating_sub(c0));
+        best = best.min(dt);
+        total += dt;
+        stats = plan.stats;
+    }
+    Ok((best, total / cycles.max(1), best_cpu, stats))
 }
