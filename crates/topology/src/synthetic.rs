@@ -134,12 +134,12 @@ impl SyntheticSpec {
             links
                 .iter()
                 .position(|l| l.a == a && l.b == b)
-                .map(|i| DirLink { link: LinkIdx::from_ix(i), forward: false })
+                .map(|i| DirLink { link: LinkIdx::from_ix(i), forward: true })
                 .or_else(|| {
                     links
                         .iter()
                         .position(|l| l.a == b && l.b == a)
-                        .map(|i| DirLink { link: LinkIdx::from_ix(i), forward: true })
+                        .map(|i| DirLink { link: LinkIdx::from_ix(i), forward: false })
                 })
         };
         // Route data from the memory's die to the group: memory-die -> [first die of group's node] -> group.

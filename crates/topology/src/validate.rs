@@ -1,6 +1,7 @@
 //! Consistency checks of a machine model, with errors that name the origin and the field.
 
 use crate::error::TopologyError;
+use crate::ids::NodeIdx;
 use crate::machine::{End, Machine};
 use std::collections::BTreeMap;
 
@@ -191,7 +192,59 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
             }
         }
     }
+    for (i, r) in m.routes.iter().enumerate() {
+        if let Err(reason) = route_is_a_path(m, r) {
+            return bad(format!("routes[{i}]"), reason);
+        }
+    }
     Ok(())
+}
+
+/// A route's hops must chain from node to node: read data leaves the memory of `node` (the
+/// first hop starts at one of that node's ends: its memory or one of its groups), each hop
+/// starts on the node where the previous one ended (ends of one node are joined on-chip),
+/// and the last hop ends on the group's node. Write hops run the other way. This catches a
+/// link used in the wrong direction (`forward` means a -> b). Called after indices were checked.
+fn route_is_a_path(m: &Machine, r: &crate::machine::Route) -> Result<(), String> {
+    let node_of = |e: End| match e {
+        End::Memory(n) => n,
+        End::Group(g) => m.groups[g.ix()].node,
+    };
+    let gnode = m.groups[r.group.ix()].node;
+    let check = |hops: &[crate::machine::DirLink], what: &str, start: NodeIdx, end: NodeIdx| -> Result<(), String> {
+        let mut at = start;
+        for (k, h) in hops.iter().enumerate() {
+            let l = &m.links[h.link.ix()];
+            let (from, to) = if h.forward { (l.a, l.b) } else { (l.b, l.a) };
+            if node_of(from) != at {
+                return Err(format!(
+                    "{what}[{k}] uses link {} from {} (node index {}) but the data is on node index {} \
+                     (is `forward` right? true means a -> b)",
+                    h.link.0,
+                    show(from),
+                    node_of(from).0,
+                    at.0
+                ));
+            }
+            at = node_of(to);
+        }
+        if at != end {
+            return Err(format!("{what} end on node index {} instead of node index {}", at.0, end.0));
+        }
+        Ok(())
+    };
+    check(&r.hops, "hops", r.node, gnode)?;
+    if let Some(w) = &r.write_hops {
+        check(w, "write_hops", gnode, r.node)?;
+    }
+    Ok(())
+}
+
+fn show(e: End) -> String {
+    match e {
+        End::Group(g) => format!("group {}", g.0),
+        End::Memory(n) => format!("the memory of node index {}", n.0),
+    }
 }
 
 /// "the machine has 3 nodes: 0..2" for error messages.

@@ -53,6 +53,11 @@ fn inconsistent_files_name_the_field() {
     refused("bandwidth.contended[2][1]", |v| v["bandwidth"]["contended"]["rows"][2][1] = json!(-1));
     refused("routes[1].hops[0].link", |v| v["routes"][1]["hops"] = json!([{"link": 99, "forward": true}]));
     refused("routes[0].node", |v| v["routes"][0]["node"] = json!(7));
+    refused("routes[1]", |v| {
+        let f = v["routes"][1]["hops"][0]["forward"].as_bool().unwrap();
+        v["routes"][1]["hops"][0]["forward"] = json!(!f);
+    });
+    refused("routes[1]", |v| v["routes"][1]["hops"] = json!([]));
     refused("routes[1]", |v| v["routes"][1]["node"] = json!(0));
     refused("page_size", |v| v["page_size"] = json!(1000));
     refused("controller_gbps", |v| v["controller_gbps"] = json!([1.0]));
