@@ -334,24 +334,42 @@ impl AsymSched {
 
         // Cost of a placement: resident pages of each app on nodes it would leave; then
         // threads moved; then the higher score; then the node order (determinism).
-        let cost = |a: &[usize], score: f64| -> (u64, usize, std::cmp::Reverse<i64>, Vec<usize>) {
-            let mut before: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
-            let mut after: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
-            let mut threads = 0;
-            for (c, &i) in cls.iter().zip(a) {
+        // Precomputed per cluster: how many of its threads sit on each candidate node; per
+        // app: the nodes it uses now and its resident pages there.
+        let on_node: Vec<Vec<usize>> = cls
+            .iter()
+            .map(|c| {
+                let mut v = vec![0usize; nodes.len()];
                 for t in &c.threads {
                     let now = snap.thread(*t).map_or(c.node, |t| t.node);
-                    before.entry(c.app).or_default().insert(now);
-                    threads += usize::from(now != nodes[i]);
+                    if let Some(i) = nodes.iter().position(|n| *n == now) {
+                        v[i] += 1;
+                    }
                 }
-                after.entry(c.app).or_default().insert(nodes[i]);
+                v
+            })
+            .collect();
+        let app_ix: Vec<usize> = cls.iter().map(|c| apps.binary_search(&c.app).unwrap_or(0)).collect();
+        let mut before = vec![vec![0u64; nodes.len()]; apps.len()];
+        for (ci, (c, v)) in cls.iter().zip(&on_node).enumerate() {
+            let res = resident.get(&c.app);
+            for (i, &k) in v.iter().enumerate() {
+                if k > 0 {
+                    before[app_ix[ci]][i] = res.map_or(0, |r| r[nodes[i].ix()]);
+                }
+            }
+        }
+        let cost = |a: &[usize], score: f64| -> (u64, usize, std::cmp::Reverse<i64>, Vec<usize>) {
+            let mut threads = 0;
+            let mut kept_nodes = vec![vec![false; nodes.len()]; apps.len()];
+            for (ci, &i) in a.iter().enumerate() {
+                threads += cls[ci].threads.len() - on_node[ci][i];
+                kept_nodes[app_ix[ci]][i] = true;
             }
             let pages = before
                 .iter()
-                .map(|(app, b)| {
-                    let res = resident.get(app);
-                    b.difference(&after[app]).map(|n| res.map_or(0, |r| r[n.ix()])).sum::<u64>()
-                })
+                .zip(&kept_nodes)
+                .map(|(b, k)| b.iter().zip(k).filter(|(_, kept)| !**kept).map(|(p, _)| p).sum::<u64>())
                 .sum();
             (pages, threads, std::cmp::Reverse((score * 1000.0).round() as i64), a.to_vec())
         };

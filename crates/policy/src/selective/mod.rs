@@ -9,9 +9,11 @@
 //! ```text
 //! samples ─▶ region inference (ptb_profile::regions: average-stride gap filling, per mapping)
 //!         ─▶ history table (occurrence counters, ageing) ─▶ recurring regions, highest count first
-//!         ─▶ destination = node whose threads access the region most, unless that would make it
-//!            the new hot spot (share of sampled accesses > balance / #memory nodes and above
-//!            today's busiest node) ─▶ RangeAction::MoveTo of the whole filled-in region
+//!         ─▶ destination = node whose threads access the region most (clearly more than the
+//!            holder's: `min_gain`), unless that would make it the new hot spot (share of sampled
+//!            accesses > balance / #memory nodes and above today's busiest node); a region on a
+//!            node above that share may also move to a node left less loaded than it was
+//!         ─▶ RangeAction::MoveTo of the whole filled-in region
 //! ```
 //!
 //! A region seen in one epoch only is never moved. The same history also works as a filter in
@@ -51,6 +53,11 @@ pub const PARAMS: &[ParamDoc] = &[
         doc: "a move may not raise a node above balance/#memory-nodes of the sampled accesses unless it stays below today's busiest node",
     },
     ParamDoc { key: "max_pages", default: "65536", doc: "most pages moved per epoch (256 MiB at 4 KiB pages)" },
+    ParamDoc {
+        key: "min_gain",
+        default: "0.1",
+        doc: "a region moves for locality only if the destination's threads make this share of its accesses more than the holder's",
+    },
 ];
 
 /// Parameters shared by the policy and the filter.
@@ -62,6 +69,7 @@ pub struct Config {
     pub max_age: u64,
     pub balance: f64,
     pub max_pages: u64,
+    pub min_gain: f64,
 }
 
 impl Config {
@@ -73,6 +81,7 @@ impl Config {
             max_age: s.get("max_age", 8)?,
             balance: s.f64_in("balance", 1.5, 1.0, 1000.0)?,
             max_pages: s.get("max_pages", 65536)?,
+            min_gain: s.f64_in("min_gain", 0.1, 0.0, 1.0)?,
         };
         Ok(c)
     }
@@ -190,14 +199,25 @@ impl Policy for Selective {
             // Destinations in order of how much the node's threads access the region.
             let mut dests: Vec<NodeIdx> = mem_nodes.iter().copied().filter(|n| s.by_cpu_node[n.ix()] > 0).collect();
             dests.sort_by_key(|n| (std::cmp::Reverse(s.by_cpu_node[n.ix()]), *n));
-            if dests.first().is_none_or(|d| s.by_mem_node[d.ix()] == acc) {
-                continue; // already where its main user is (or no known user)
+            // Already with its main user, and not on a hot spot (or no known user): stay.
+            if dests.first().is_none_or(|d| s.by_mem_node[d.ix()] == acc && load[d.ix()] <= share_cap) {
+                continue;
             }
             let busiest = load.iter().copied().max().unwrap_or(0);
+            // The node holding most of the region now, and how much its threads use it.
+            let holder = (0..nn).max_by_key(|&n| (s.by_mem_node[n], std::cmp::Reverse(n))).unwrap_or(0);
+            let users: u64 = s.by_cpu_node.iter().sum();
             let pick = dests.into_iter().find(|d| {
                 let already = s.by_mem_node[d.ix()];
                 let after = load[d.ix()] + acc - already;
-                already < acc && (after <= share_cap || after <= busiest) && room[d.ix()] >= s.region.npages
+                // Worth it: the destination's threads use the region clearly more than the
+                // holder's (no ping-pong of evenly shared data) and no new hot spot appears;
+                // or the region leaves a node above the cap for one that ends up less loaded
+                // than the holder is now (the peak drops; strictly, so it cannot bounce back).
+                let gain = s.by_cpu_node[d.ix()] as f64 - s.by_cpu_node[holder] as f64;
+                let local = gain >= self.cfg.min_gain * users as f64 && (after <= share_cap || after <= busiest);
+                let relieve = load[holder] > share_cap && after < load[holder];
+                already < acc && (local || relieve) && room[d.ix()] >= s.region.npages
             });
             let Some(d) = pick else {
                 unbalanced += 1;

@@ -2,6 +2,7 @@ use super::*;
 use crate::autonuma::test_world::World;
 use crate::plan::{PageMove, ThreadMove, ThreadTarget};
 use ptb_profile::SampleKind::Load;
+use std::collections::BTreeSet;
 
 fn policy(sets: &[&str]) -> Selective {
     let mut p = Params::new();
@@ -78,7 +79,8 @@ fn balance_holds_moves_that_would_make_a_new_hot_spot() {
     };
     let (plan, w) = run(&[]);
     assert!(plan.ranges.is_empty(), "{plan:?}");
-    assert_eq!(plan.stats["regions_held_for_balance"], 2.0);
+    // A and B held; L too (its node is above the cap, but nobody else uses it).
+    assert_eq!(plan.stats["regions_held_for_balance"], 3.0);
     assert_eq!(w.page_node(0, 1000), Some(NodeIdx(1)));
     let (plan, w) = run(&["selective.balance=4"]);
     assert_eq!(plan.ranges.len(), 2);
@@ -193,4 +195,41 @@ fn parameters_are_checked() {
     }
     let p = policy(&["selective.epoch_ms=250"]);
     assert_eq!(p.sampling().cycle, Duration::from_millis(250));
+}
+
+#[test]
+fn evenly_shared_regions_do_not_ping_pong_but_leave_a_hot_spot() {
+    // Two nodes; one region used equally by both nodes' threads, on node 0 (100% of the
+    // load, cap 75%): moving it anywhere keeps 100% on one node, so it stays put.
+    let mut w = World::synthetic("nodes=2,cpus=2");
+    w.add_thread(1, 0, 0);
+    w.add_thread(2, 0, 2);
+    w.place(0, 0..20, 0);
+    let mut p = policy(&[]);
+    for e in 0..6 {
+        for v in 0..20 {
+            w.touch(1 + (v as u32 + e) % 2, v, Load);
+        }
+        let plan = step(&mut p, &mut w);
+        assert!(plan.ranges.is_empty(), "epoch {e}: {plan:?}");
+    }
+    // Four nodes, two regions used evenly by all, both on node 0 (a hot spot): one of them
+    // moves off, to a node that stays below the cap, and then stays there.
+    let mut w = World::synthetic("nodes=4,cpus=1");
+    for n in 0..4u32 {
+        w.add_thread(n + 1, 0, n);
+    }
+    w.place(0, 0..8, 0);
+    w.place(0, 100..108, 0);
+    let mut p = policy(&[]);
+    let mut moves = 0;
+    for e in 0..6u32 {
+        for v in (0..8).chain(100..108) {
+            w.touch(1 + (v as u32 + e) % 4, v, Load);
+        }
+        moves += step(&mut p, &mut w).ranges.len();
+    }
+    let nodes: BTreeSet<u16> = [0u64, 100].iter().map(|&v| w.page_node(0, v).unwrap().0).collect();
+    assert_eq!(nodes.len(), 2, "the hot spot was relieved");
+    assert!(moves <= 2, "{moves} moves: evenly shared regions must not ping-pong");
 }
