@@ -77,7 +77,8 @@ struct Dfs<'a> {
     spans: Vec<(usize, usize)>,
     /// Per app: an upper bound of its score.
     ub: Vec<f64>,
-    memo: HashMap<(usize, ClassKey), f64>,
+    /// Per app: score of each symmetry class seen.
+    memo: Vec<HashMap<ClassKey, f64>>,
     assign: Vec<usize>,
     used: Vec<bool>,
     out: Outcome,
@@ -102,7 +103,7 @@ impl Dfs<'_> {
             })
             .collect();
         key.sort_unstable();
-        if let Some(&s) = self.memo.get(&(app, key.clone())) {
+        if let Some(&s) = self.memo[app].get(&key) {
             self.out.symmetric += 1;
             return s;
         }
@@ -115,7 +116,7 @@ impl Dfs<'_> {
                 self.p.items[i].weight * cbw
             })
             .sum();
-        self.memo.insert((app, key), s);
+        self.memo[app].insert(key, s);
         s
     }
 
@@ -217,7 +218,16 @@ pub fn search(p: &Problem) -> Outcome {
         })
         .collect();
     // Suffix sums are taken per call from `ub[app..]`: apps are visited in index order.
-    let mut d = Dfs { p, spans, ub, memo: HashMap::new(), assign: vec![0; k], used: vec![false; n], out, leaves: 0 };
+    let mut d = Dfs {
+        p,
+        spans,
+        ub,
+        memo: vec![HashMap::new(); napps],
+        assign: vec![0; k],
+        used: vec![false; n],
+        out,
+        leaves: 0,
+    };
     d.go(0, 0.0);
     out = d.out;
     let best = out.best;
