@@ -417,6 +417,22 @@ mod tests {
     }
 
     #[test]
+    fn without_caches_dies_split_a_package() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
+        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
+        write(r, "sys/devices/system/node/node0/distance", "10\n");
+        for c in 0..4 {
+            write(r, &format!("sys/devices/system/cpu/cpu{c}/topology/physical_package_id"), "0\n");
+            write(r, &format!("sys/devices/system/cpu/cpu{c}/topology/die_id"), &format!("{}\n", 1 - c / 2));
+        }
+        let m = read_machine(r).unwrap();
+        let names: Vec<(&str, String)> = m.groups.iter().map(|g| (g.name.as_str(), g.cpus.to_list())).collect();
+        assert_eq!(names, [("node0.pkg0.die1", "0-1".to_string()), ("node0.pkg0.die0", "2-3".to_string())]);
+    }
+
+    #[test]
     fn offline_cpus_are_left_out() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();

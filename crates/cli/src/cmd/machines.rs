@@ -1,6 +1,8 @@
 //! `ptb machines`: the built-in machine presets, one line each.
 
+use super::topology::write_stdout;
 use anyhow::Result;
+use std::fmt::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,17 +24,20 @@ pub fn run(args: Args) -> Result<()> {
                 "cpus": m.n_cpus(),
             }));
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        return write_stdout(&(serde_json::to_string_pretty(&v)? + "\n"));
     }
     let width = presets.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut out = String::new();
     for (name, description) in &presets {
-        println!("{name:<width$}  {description}");
+        writeln!(out, "{name:<width$}  {description}")?;
     }
     if presets.is_empty() {
-        println!("(no built-in presets in this build)");
+        writeln!(out, "(no built-in presets in this build)")?;
     }
-    println!("\nShow one with `ptb topology --machine NAME`; also accepted: a machine file (TOML/JSON) or");
-    println!("`synthetic:nodes=4,cpus=8,dies=2` (see the README, \"Machines and topology\").");
-    Ok(())
+    writeln!(out, "\nShow one with `ptb topology --machine NAME`; also accepted: a machine file (TOML/JSON),")?;
+    writeln!(
+        out,
+        "a captured sysfs directory, or `synthetic:nodes=4,cpus=8,dies=2` (README: \"Machines and topology\")."
+    )?;
+    write_stdout(&out)
 }

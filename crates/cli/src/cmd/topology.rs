@@ -19,9 +19,18 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let m = common::load_machine(args.machine.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&ptb_topology::render::to_json(&m))?);
+        write_stdout(&(serde_json::to_string_pretty(&ptb_topology::render::to_json(&m))? + "\n"))
     } else {
-        print!("{}", ptb_topology::render::render_text(&m));
+        write_stdout(&ptb_topology::render::render_text(&m))
     }
-    Ok(())
+}
+
+/// Write `text` to stdout; a closed pipe (`ptb topology | head`) is not an error.
+pub(crate) fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
