@@ -7,7 +7,9 @@
 //! 2. unknown fields (typos such as `memory_byte`) are refused with their path, because serde
 //!    would otherwise silently drop them. The `schema` and `summary` fields that
 //!    `ptb topology --json` adds are accepted, so a saved `--json` output loads back;
-//! 3. `source` may be left out; it then is `{ kind = "file", path = <the file> }`;
+//! 3. `source` may be left out; it then is `{ kind = "file", path = <the file> }`. A file
+//!    never counts as this machine's live model: `{ kind = "sysfs", root = "/" }` is read as
+//!    the file source too (save then load gives the same machine for every other source);
 //! 4. consistency: [`crate::validate::validate`] (dense indices, CPUs in one node, matrix
 //!    shapes, links and routes naming real ends, non-negative numbers).
 
@@ -66,6 +68,12 @@ pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, Topology
         ));
     }
     crate::validate::validate(&m, &origin)?;
+    let mut m = m;
+    if m.source.is_live() {
+        // A file is a copy: it may come from another machine, so it never counts as this
+        // machine's own model (which alone may drive real moves).
+        m.source = source;
+    }
     Ok(m)
 }
 
@@ -156,6 +164,15 @@ mod tests {
         v.as_object_mut().unwrap().remove("source");
         let m = parse(&v.to_string(), true, Path::new("m.json")).unwrap();
         assert_eq!(m.source, crate::machine::ModelSource::File { path: "m.json".into() });
+    }
+
+    #[test]
+    fn a_file_is_never_the_live_machine() {
+        let mut m = crate::synthetic::synthetic("nodes=1,cpus=2").unwrap();
+        m.source = crate::machine::ModelSource::Sysfs { root: "/".into() };
+        let back = parse(&to_toml(&m).unwrap(), false, Path::new("m.toml")).unwrap();
+        assert!(!back.source.is_live());
+        assert_eq!(back.nodes, m.nodes);
     }
 
     #[test]
