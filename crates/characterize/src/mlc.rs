@@ -14,7 +14,9 @@
 //! Whether a matrix is bandwidth (MB/s) or latency (ns) is read from the text above it (the last
 //! line mentioning "bandwidth" or "latenc"); a bare matrix takes the caller's default. Rows may
 //! be fewer than columns (memory-only nodes such as CXL expanders have no row). A `-` entry is
-//! read as "not measured". Every error names the 1-based line and the reason.
+//! read as "not measured". Newer MLC versions print idle latencies twice, for sequential and
+//! for random access; ptb's own latency is a random pointer chase, so the random matrix is the
+//! one picked when both are there. Every error names the 1-based line and the reason.
 
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -58,6 +60,8 @@ pub struct MlcMatrix {
     pub cols: Vec<u32>,
     /// `values[r][c]`; `None` where MLC printed `-`.
     pub values: Vec<Vec<Option<f64>>>,
+    /// The text above said "sequential access" (newer MLC prints such a latency matrix first).
+    pub sequential: bool,
 }
 
 fn err(line: usize, reason: impl Into<String>) -> MlcError {
@@ -76,7 +80,7 @@ fn node_id(tok: &str, line: usize, what: &str) -> Result<u32, MlcError> {
 /// Parse every matrix in `text`. `default` is the kind of a matrix with no hint above it.
 pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, MlcError> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut kind = None;
+    let (mut kind, mut sequential) = (None, false);
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -85,8 +89,10 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
             let low = lines[i].to_ascii_lowercase();
             if low.contains("bandwidth") {
                 kind = Some(MlcKind::Bandwidth);
+                sequential = false;
             } else if low.contains("latenc") {
                 kind = Some(MlcKind::Latency);
+                sequential = low.contains("sequential");
             }
             i += 1;
             continue;
@@ -154,7 +160,7 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
         if rows.is_empty() {
             return Err(err(hline, "a `Numa node` header with no rows below it"));
         }
-        out.push(MlcMatrix { kind: k, line: hline, rows, cols, values });
+        out.push(MlcMatrix { kind: k, line: hline, rows, cols, values, sequential });
     }
     if out.is_empty() {
         return Err(err(
@@ -165,12 +171,19 @@ pub fn parse(text: &str, default: Option<MlcKind>) -> Result<Vec<MlcMatrix>, Mlc
     Ok(out)
 }
 
-/// The first matrix of `kind` in `text` (a bare matrix counts as `kind`).
+/// The matrix of `kind` to use among `all`: the first one not measured with sequential access,
+/// else the first one.
+pub fn pick(all: &[MlcMatrix], kind: MlcKind) -> Option<&MlcMatrix> {
+    let mut of_kind = all.iter().filter(|m| m.kind == kind);
+    all.iter().find(|m| m.kind == kind && !m.sequential).or_else(|| of_kind.next())
+}
+
+/// The matrix of `kind` in `text` (see [`pick`]; a bare matrix counts as `kind`).
 pub fn parse_one(text: &str, kind: MlcKind) -> Result<MlcMatrix, MlcError> {
     let all = parse(text, Some(kind))?;
     let n = text.lines().count().max(1);
-    all.into_iter()
-        .find(|m| m.kind == kind)
+    pick(&all, kind)
+        .cloned()
         .ok_or_else(|| err(n, format!("no {} matrix in this file (found only other MLC matrices)", kind.unit())))
 }
 
@@ -182,6 +195,7 @@ pub fn format(m: &MlcMatrix) -> String {
             s.push_str("Measuring Memory Bandwidths between nodes within system\n");
             s.push_str("Bandwidths are in MB/sec (1 MB/sec = 1,000,000 Bytes/sec)\n");
         }
+        MlcKind::Latency if m.sequential => s.push_str("Measuring idle latencies for sequential access (in ns)...\n"),
         MlcKind::Latency => s.push_str("Measuring idle latencies (in ns)...\n"),
     }
     s.push_str("\t\tNuma node\nNuma node");
@@ -242,6 +256,17 @@ mod tests {
     }
 
     #[test]
+    fn the_random_access_latency_matrix_wins_over_the_sequential_one() {
+        let text = "Measuring idle latencies for sequential access (in ns)...\nNuma node 0\n0 70.0\n\n\
+            Measuring idle latencies for random access (in ns)...\nNuma node 0\n0 90.0\n";
+        let all = parse(text, None).unwrap();
+        assert!(all[0].sequential && !all[1].sequential);
+        assert_eq!(parse_one(text, MlcKind::Latency).unwrap().values[0][0], Some(90.0));
+        let only_seq = "Measuring idle latencies for sequential access (in ns)...\nNuma node 0\n0 70.0\n";
+        assert!(parse_one(only_seq, MlcKind::Latency).unwrap().sequential);
+    }
+
+    #[test]
     fn bad_files_are_refused_with_line_and_reason() {
         let cases = [
             ("", 1, "no `Numa node` matrix"),
@@ -264,7 +289,7 @@ mod tests {
     }
 
     fn matrix() -> impl Strategy<Value = MlcMatrix> {
-        (1usize..6, 1usize..6, any::<bool>()).prop_flat_map(|(nr, extra, bw)| {
+        (1usize..6, 1usize..6, any::<bool>(), any::<bool>()).prop_flat_map(|(nr, extra, bw, seq)| {
             let nc = nr + extra - 1;
             proptest::collection::vec(
                 proptest::collection::vec(proptest::option::weighted(0.9, 0u32..2_000_000), nc),
@@ -276,6 +301,7 @@ mod tests {
                 rows: (0..nr as u32).collect(),
                 cols: (0..nc as u32).collect(),
                 values: v.into_iter().map(|r| r.into_iter().map(|x| x.map(|x| x as f64 / 10.0)).collect()).collect(),
+                sequential: seq && !bw,
             })
         })
     }

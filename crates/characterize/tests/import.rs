@@ -40,6 +40,7 @@ fn broadwell_matrices_round_trip_through_a_machine_file() {
             .iter()
             .map(|r| r.iter().map(|v| Some((v * 1e3 * 10.0).round() / 10.0)).collect())
             .collect(),
+        sequential: false,
     };
     let reparsed = mlc::parse_one(&mlc::format(&again), MlcKind::Bandwidth).unwrap();
     assert_eq!(reparsed.values, bw.values);

@@ -354,7 +354,7 @@ fn mlc_err(path: &Path) -> impl Fn(mlc::MlcError) -> anyhow::Error + '_ {
 fn import_mlc(args: &Args, path: &Path) -> Result<()> {
     let text = read(path)?;
     let all = mlc::parse(&text, Some(MlcKind::Bandwidth)).map_err(mlc_err(path))?;
-    let bw = all.iter().find(|m| m.kind == MlcKind::Bandwidth).cloned().ok_or_else(|| {
+    let bw = mlc::pick(&all, MlcKind::Bandwidth).cloned().ok_or_else(|| {
         anyhow::anyhow!(
             "{}: has only a latency matrix; pass the `mlc --bandwidth_matrix` output to --import-mlc and this file \
              to --latency",
@@ -363,7 +363,7 @@ fn import_mlc(args: &Args, path: &Path) -> Result<()> {
     })?;
     let lat = match &args.latency {
         Some(lp) => Some((mlc::parse_one(&read(lp)?, MlcKind::Latency).map_err(mlc_err(lp))?, lp.as_path())),
-        None => all.iter().find(|m| m.kind == MlcKind::Latency).cloned().map(|l| (l, path)),
+        None => mlc::pick(&all, MlcKind::Latency).cloned().map(|l| (l, path)),
     };
     let name = path.file_stem().map_or("mlc".into(), |s| s.to_string_lossy().to_string());
     let base = match &args.machine {
