@@ -177,11 +177,13 @@ pub fn run_team(workers: &[Worker], n_teams: usize, work: Work, duration: Durati
         let before: Vec<u64> = done.iter().map(|d| d.0.load(Ordering::Relaxed)).collect();
         std::thread::sleep(duration);
         // On a busy machine a worker may not have run at all yet: extend the window (up to ten
-        // times) until every worker has made progress, so no figure is an artefact of scheduling.
+        // times, or 2 s for short samples) until every worker has made progress, so no figure is
+        // an artefact of scheduling.
+        let limit = (duration * 10).max(Duration::from_secs(2));
         let mut after: Vec<u64>;
         loop {
             after = done.iter().map(|d| d.0.load(Ordering::Relaxed)).collect();
-            if after.iter().zip(&before).all(|(a, b)| a > b) || t0.elapsed() > duration * 10 {
+            if after.iter().zip(&before).all(|(a, b)| a > b) || t0.elapsed() > limit {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
