@@ -45,7 +45,11 @@ impl Run<'_> {
                         let (s, e) = slice(np, n, j);
                         let len = e - s;
                         let win = ((a.window_fraction * len as f64).ceil() as usize).clamp(1, len);
-                        let off = ((progress.clamp(0.0, 1.0) * len as f64) as usize).min(len - win);
+                        // The window moves in steps of 1/64 of the slice (or one page), so a
+                        // streaming thread's distribution changes a few dozen times per phase,
+                        // not every step.
+                        let quantum = (len / 64).max(1);
+                        let off = ((progress.clamp(0.0, 1.0) * len as f64) as usize / quantum * quantum).min(len - win);
                         push((s + off, s + off + win), w, w);
                     }
                     Pattern::AllToAll => {
@@ -98,28 +102,37 @@ impl Run<'_> {
             let g = self.sim.cpu_group[rt.cpu_pos];
             let w = ph.write_share;
             let sm = &self.sim.sm;
-            let mut dense: Vec<(u32, f64)> = Vec::new();
+            let scratch = &mut self.scratch;
+            scratch.resize(sm.resources.len(), 0.0);
+            let mut touched: Vec<u32> = Vec::new();
+            let mut add = |x: u32, c: f64| {
+                if scratch[x as usize] == 0.0 {
+                    touched.push(x);
+                }
+                scratch[x as usize] += c;
+            };
             let mut l0 = 0.0;
             for n in 0..nn {
                 let r = fr[n] * (1.0 - w);
                 let wr = fw[n] * w;
                 if r > 0.0 {
                     l0 += r * sm.lat0(g, n);
-                    dense.extend(sm.read_res(g, n).iter().map(|&x| (x, r)));
+                    sm.read_res(g, n).iter().for_each(|&x| add(x, r));
                 }
                 if wr > 0.0 {
                     l0 += wr * sm.lat0(g, n);
-                    dense.extend(sm.write_res(g, n).iter().map(|&x| (x, wr)));
+                    sm.write_res(g, n).iter().for_each(|&x| add(x, wr));
                 }
             }
-            dense.sort_by_key(|x| x.0);
-            let mut coeffs: Vec<(u32, f64)> = Vec::with_capacity(dense.len());
-            for (r, c) in dense {
-                match coeffs.last_mut() {
-                    Some(last) if last.0 == r => last.1 += c,
-                    _ => coeffs.push((r, c)),
-                }
-            }
+            touched.sort_unstable();
+            let coeffs: Vec<(u32, f64)> = touched
+                .into_iter()
+                .map(|x| {
+                    let c = scratch[x as usize];
+                    scratch[x as usize] = 0.0;
+                    (x, c)
+                })
+                .collect();
             let m = if tr + tw > 0.0 { ph.m } else { 0.0 };
             d = Demand {
                 l0: if m > 0.0 { l0 } else { 0.0 },

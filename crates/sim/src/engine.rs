@@ -108,11 +108,13 @@ impl Run<'_> {
             if self.background.len() != before {
                 self.dirty = true;
             }
-            let streaming = self.streaming_threads();
+            let mut streaming = self.streaming_threads();
+            streaming.retain(|&t| {
+                let old = self.threads[t].pieces.clone();
+                self.build_pieces(t);
+                self.threads[t].pieces != old
+            });
             if self.dirty || !streaming.is_empty() {
-                for &t in &streaming {
-                    self.build_pieces(t);
-                }
                 if self.dirty {
                     for t in 0..nt {
                         self.build_demand(t);
@@ -266,15 +268,17 @@ impl Run<'_> {
         }
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        let mut pages = PageLocations::new();
-        for s in &self.samples {
-            let key = s.page(ps);
-            if let Some((o, p)) = l.find_page(key.app as usize, key.vpn) {
-                if let Some(n) = self.objs[o].get(p) {
-                    pages.insert(key, ptb_topology::NodeIdx::from_ix(n));
-                }
-            }
-        }
+        // Collected through a Vec so the map is sized once (exact size hint).
+        let located: Vec<(ptb_profile::PageKey, ptb_topology::NodeIdx)> = self
+            .samples
+            .iter()
+            .filter_map(|s| {
+                let key = s.page(ps);
+                let (o, p) = l.find_page(key.app as usize, key.vpn)?;
+                Some((key, ptb_topology::NodeIdx::from_ix(self.objs[o].get(p)?)))
+            })
+            .collect();
+        let pages: PageLocations = located.into_iter().collect();
         let regions: Vec<Region> = l
             .objects
             .iter()

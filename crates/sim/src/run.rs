@@ -82,6 +82,8 @@ pub(crate) struct Run<'a> {
     pub cap_pages: Vec<u64>,
     pub background: Vec<Background>,
     pub bg_vec: Vec<f64>,
+    /// Scratch space for demand building (one slot per resource, kept zeroed).
+    pub scratch: Vec<f64>,
     pub solver: Solver,
     pub dirty: bool,
     pub rng: ChaCha8Rng,
@@ -143,6 +145,7 @@ impl<'a> Run<'a> {
             cap_pages,
             background: vec![],
             bg_vec: vec![0.0; nr],
+            scratch: vec![0.0; nr],
             solver: Solver::new(nr),
             dirty: true,
             rng: ChaCha8Rng::seed_from_u64(seed),

@@ -84,6 +84,6 @@ impl Run<'_> {
             self.acc.samples += take;
             self.acc.sample_overhead_ns += take as f64 * sample_ns;
         }
-        self.samples[first..].sort_by_key(|s| s.time_ns);
+        self.samples[first..].sort_unstable_by_key(|s| (s.time_ns, s.tid, s.addr));
     }
 }
