@@ -42,8 +42,9 @@ impl Measure {
         let m = snap.machine;
         let nn = m.n_nodes();
         let mut out = Measure::default();
+        let app_of: std::collections::HashMap<Tid, AppId> = snap.threads.iter().map(|t| (t.tid, t.app)).collect();
         for s in snap.samples {
-            let Some(th) = snap.thread(s.tid) else { continue };
+            let Some(&app) = app_of.get(&s.tid) else { continue };
             let page = s.page(m.page_size);
             let mem = snap.pages.get(page).filter(|n| n.ix() < nn);
             let e = out.pages.entry(page).or_insert_with(|| (Vec::new(), mem));
@@ -51,7 +52,7 @@ impl Measure {
                 e.0.push(s.tid);
             }
             if let Some(n) = mem {
-                out.by_app_mem.entry(th.app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
+                out.by_app_mem.entry(app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
                 out.by_thread_mem.entry(s.tid).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
             }
         }

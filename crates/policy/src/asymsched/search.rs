@@ -8,7 +8,7 @@
 //! - *pruning*: a branch whose score so far plus an upper bound for the clusters still to
 //!   place cannot reach `keep` x the best score found is cut;
 //! - *symmetry hashing*: an application's score depends only on, for each of its clusters,
-//!   its weight and the bandwidths from its node to the application's other nodes. That
+//!   its weight and the bandwidth from its node to the application's other nodes. That
 //!   multiset (quantised to 0.01 GB/s) is the placement's hash; each class is scored once
 //!   and every placement equivalent to it by the fabric's symmetry reuses the score
 //!   (dynamic programming over application sub-placements).
@@ -63,9 +63,9 @@ pub fn perms(n: usize, k: usize) -> f64 {
     (0..k).map(|i| (n - i) as f64).product()
 }
 
-/// Symmetry class of an application's sub-placement: per cluster, its exact weight and
-/// the sorted quantised bandwidths to the application's other nodes.
-type ClassKey = Vec<(u64, Vec<i64>)>;
+/// Symmetry class of an application's sub-placement: per cluster, its exact weight and its
+/// quantised bandwidth to the application's other nodes, sorted.
+type ClassKey = Vec<(u64, i64)>;
 
 fn q(x: f64) -> i64 {
     (x * 100.0).round() as i64
@@ -90,32 +90,26 @@ impl Dfs<'_> {
         let (a, b) = self.spans[app];
         let nodes = &self.assign[a..b];
         let bw = &self.p.bw;
-        let mut key: ClassKey = (a..b)
+        // C_bw of each cluster: the app's score depends on the placement only through the
+        // (weight, C_bw) pairs, so their sorted list is an exact symmetry class.
+        let cbw: Vec<f64> = (a..b)
             .map(|i| {
                 let n = self.assign[i];
-                let mut row: Vec<i64> = if b - a == 1 {
-                    vec![q(bw[n][n])]
+                if b - a == 1 {
+                    bw[n][n]
                 } else {
-                    nodes.iter().filter(|&&m| m != n).map(|&m| q(bw[n][m])).collect()
-                };
-                row.sort_unstable();
-                (self.p.items[i].weight.to_bits(), row)
+                    nodes.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum()
+                }
             })
             .collect();
+        let mut key: ClassKey = (a..b).map(|i| (self.p.items[i].weight.to_bits(), q(cbw[i - a]))).collect();
         key.sort_unstable();
         if let Some(&s) = self.memo[app].get(&key) {
             self.out.symmetric += 1;
             return s;
         }
         self.out.evaluated += 1;
-        let s = (a..b)
-            .map(|i| {
-                let n = self.assign[i];
-                let cbw: f64 =
-                    if b - a == 1 { bw[n][n] } else { nodes.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum() };
-                self.p.items[i].weight * cbw
-            })
-            .sum();
+        let s = (a..b).map(|i| self.p.items[i].weight * cbw[i - a]).sum();
         self.memo[app].insert(key, s);
         s
     }

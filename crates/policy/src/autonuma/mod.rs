@@ -107,6 +107,8 @@ pub struct AutoNuma {
     /// Current scan period (= cycle); starts at the scan delay, as in the kernel.
     period: Duration,
     scans: u64,
+    /// Whether any fault has been seen yet.
+    seen_faults: bool,
     /// Last task and node to fault on each page (the kernel's per-page cpupid).
     last: HashMap<PageKey, (Tid, NodeIdx)>,
     faults: BTreeMap<Tid, TaskFaults>,
@@ -121,6 +123,7 @@ impl AutoNuma {
             t,
             period: t.scan_delay,
             scans: 0,
+            seen_faults: false,
             last: HashMap::new(),
             faults: BTreeMap::new(),
             groups: Groups::default(),
@@ -265,8 +268,15 @@ impl Policy for AutoNuma {
             faults.push(Fault { tid: s.tid, page, mem, cpu_node, private, same_task, prev_node: prev.map(|p| p.1) });
         }
 
-        // 2. Adaptive scan period.
-        self.period = next_scan_period(self.period, local, remote, self.t.scan_period_min, self.t.scan_period_max);
+        // 2. Adaptive scan period. Until the first faults arrive (the first scan happens at the
+        // end of the scan delay, as this first cycle ends), scan at the minimum period; after
+        // that, the kernel's rule.
+        self.seen_faults |= local + remote > 0;
+        self.period = if self.seen_faults {
+            next_scan_period(self.period, local, remote, self.t.scan_period_min, self.t.scan_period_max)
+        } else {
+            self.t.scan_period_min
+        };
         plan.sampling = Some(self.request());
 
         // 3. Group statistics and preferred nodes.

@@ -49,6 +49,26 @@ fn first_scan_after_the_delay_and_tunables_from_params() {
 }
 
 #[test]
+fn no_faults_before_the_first_scan_keeps_the_minimum_period() {
+    // The first cycle ends with the scan delay, before any scan produced faults: the period
+    // must not double as it would for an idle task.
+    let mut w = World::synthetic("nodes=2,cpus=2");
+    w.add_thread(1, 0, 0);
+    w.place(0, 0..8, 0);
+    let mut ps = Params::new();
+    ps.set_assignment("autonuma.scan_period_min_ms=700").unwrap();
+    let mut p = AutoNuma::from_params(&ps).unwrap();
+    cycle(&mut p, &mut w);
+    assert_eq!(p.period, Duration::from_millis(700));
+    // Once faults have been seen, a cycle without any doubles it (idle task).
+    w.touch(1, 0, HintFault);
+    cycle(&mut p, &mut w);
+    let after_local = p.period;
+    cycle(&mut p, &mut w);
+    assert_eq!(p.period, (after_local * 2).min(p.t.scan_period_max));
+}
+
+#[test]
 fn single_private_thread_converges_to_local_by_moving_the_thread() {
     let mut w = World::synthetic("nodes=4,cpus=4");
     w.add_thread(1, 0, 0); // node 0
