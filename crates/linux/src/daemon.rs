@@ -69,6 +69,25 @@ pub struct Config {
     /// Print the per-cycle summary line on stderr.
     pub summary_lines: bool,
     pub stats: Arc<Mutex<Stats>>,
+    /// Append every applied plan here as a JSON line (`{"cycle", "plan", "page_moves": [[pid, vpn, kernel node]], "report"}`).
+    pub plan_log: Option<std::path::PathBuf>,
+}
+
+fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyReport) {
+    let Some(path) = &cfg.plan_log else { return };
+    if plan.is_empty() {
+        return;
+    }
+    let moves: Vec<(u32, u64, u32)> = plan.pages.iter().map(|p| (p.page.app, p.page.vpn, m.node(p.to).id.0)).collect();
+    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "report": report });
+    let r = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    if let Err(e) = r {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write the plan log");
+    }
 }
 
 /// How the daemon ended.
@@ -197,6 +216,7 @@ pub fn run(
         match validate_plan(&first, &snap) {
             Ok(()) => {
                 let r = act.apply(&first).map_err(|e| format!("applying the start plan: {e}"))?;
+                log_plan(cfg, machine, 0, &first, &r);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
                 eprintln!(
@@ -272,7 +292,7 @@ pub fn run(
             }
         }
         let free = observe::free_bytes(root, machine);
-        let period = source.as_ref().map_or(0, |_| cfg.period.unwrap_or(1));
+        let period = source.as_ref().map_or(0, |s| s.period());
         let snap = Snapshot {
             machine,
             allowed: &cfg.allowed,
@@ -305,6 +325,7 @@ pub fn run(
                     Err(e) => tracing::warn!(error = %e, "applying the plan failed (target gone?)"),
                 }
                 report.seconds = ta.elapsed().as_secs_f64();
+                log_plan(cfg, machine, n, &plan, &report);
             }
             Err(e) => {
                 refused = true;

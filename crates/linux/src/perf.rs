@@ -243,6 +243,11 @@ impl PerfSource {
         }
     }
 
+    /// Events per sample.
+    pub fn period(&self) -> u64 {
+        self.period
+    }
+
     pub fn kind(&self) -> &SourceKind {
         &self.kind
     }

@@ -216,11 +216,21 @@ impl AnonBuffer {
         let ps = page_size() as usize;
         (0..self.len / ps).map(|i| self.ptr as u64 + (i * ps) as u64).collect()
     }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as `as_slice`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: the mapping is `len` bytes, readable, alive while self is.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
+
+// SAFETY: the buffer is plain memory owned by the value (like a Vec<u8>); shared access is
+// read-only through `as_slice`, mutation needs `&mut self`.
+unsafe impl Send for AnonBuffer {}
+// SAFETY: see above.
+unsafe impl Sync for AnonBuffer {}
 
 impl Drop for AnonBuffer {
     fn drop(&mut self) {

@@ -57,6 +57,9 @@ pub struct ManageArgs {
     /// Write the final statistics as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Append every applied plan to this file as JSON lines (with the kernel node of each page move).
+    #[arg(long, value_name = "FILE")]
+    pub plan_log: Option<PathBuf>,
     /// No per-cycle summary lines.
     #[arg(long)]
     pub quiet: bool,
@@ -179,6 +182,7 @@ pub fn manage(
         max_time: a.seconds.map(Duration::from_secs_f64),
         summary_lines: !a.quiet,
         stats,
+        plan_log: a.plan_log.clone(),
     };
     eprintln!(
         "ptb: managing {} with policy {} on {} nodes{}",

@@ -1,0 +1,76 @@
+//! The runtime commands on the machine the tests run on: on a single-node machine every one
+//! runs and says there is nothing to place; everywhere, unsafe targets are refused and a
+//! preset never drives real moves.
+
+use assert_cmd::Command;
+
+fn nodes() -> usize {
+    std::fs::read_dir("/sys/devices/system/node")
+        .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("node")).count())
+        .unwrap_or(1)
+}
+
+fn ptb() -> Command {
+    Command::cargo_bin("ptb").unwrap()
+}
+
+#[test]
+fn single_node_commands_explain_and_succeed() {
+    if nodes() != 1 {
+        eprintln!("skipped: this machine has {} nodes", nodes());
+        return;
+    }
+    let out = ptb().args(["run", "--", "sh", "-c", "exit 7"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "ptb run exits like the program");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing to place") && err.contains("unmanaged"), "{err}");
+
+    let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+    let pid = child.id().to_string();
+    let out = ptb().args(["attach", &pid, "--policy", "interleave"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to place"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let out = ptb().args(["record", &pid, "--seconds", "0.3", "--cycle", "100", "-o"]).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ptb().args(["plan", "--trace"]).arg(&trace).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to place"));
+    let out = ptb()
+        .args(["plan", "--machine", "synthetic:nodes=2,cpus=1", "--policy", "fixed", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("access map"));
+    let out = ptb().args(["bench", "actuator"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to measure"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn unsafe_targets_and_presets_are_refused() {
+    let out = ptb().args(["attach", "1"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pid 1"));
+    let out = ptb()
+        .args(["attach", &std::process::id().to_string(), "--machine", "synthetic:nodes=7,cpus=1"])
+        .output()
+        .unwrap();
+    // Either refused (a model of another machine moves nothing) or, on one node, nothing to place.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("never drives real moves") || err.contains("nothing to place"), "{err}");
+}
+
+#[test]
+fn roi_writes_the_control_file() {
+    let dir = tempfile::tempdir().unwrap();
+    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "end", "4242"]).assert().success();
+    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "off");
+    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "begin", "4242"]).assert().success();
+    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "on");
+}

@@ -1,0 +1,137 @@
+#!/bin/sh
+# Runs inside the QEMU guest (busybox sh): ptb's runtime against a real kernel with emulated
+# NUMA nodes. Every test prints `VMTEST PASS name` or `VMTEST FAIL name: why`; the exit code
+# is the number of failures.
+export PATH=/bin
+fails=0
+pass() { echo "VMTEST PASS $*"; }
+fail() { echo "VMTEST FAIL $*"; fails=$((fails + 1)); }
+cd /tmp
+echo 0 > /proc/sys/kernel/numa_balancing   # deterministic placement: no kernel balancer
+NODES=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+MEMNODES=0; CPUNODES=0
+for d in /sys/devices/system/node/node[0-9]*; do
+  [ "$(awk '/MemTotal/{print $4}' $d/meminfo)" -gt 0 ] && MEMNODES=$((MEMNODES + 1))
+  [ -n "$(cat $d/cpulist)" ] && CPUNODES=$((CPUNODES + 1))
+  echo "${d##*/}: cpus=[$(cat $d/cpulist)] $(grep MemTotal $d/meminfo | awk '{print $4,$5}')"
+done
+ALLCPUS=$(cat /sys/devices/system/cpu/online)
+echo "guest: $NODES nodes ($CPUNODES with CPUs, $MEMNODES with memory), cpus $ALLCPUS"
+ptb topology 2>&1 | head -20
+
+# even_spread FILE N: the TESTAPP pages line has N nodes, each within 2% (+2 pages) of the mean
+even_spread() {
+  grep '^TESTAPP pages' "$1" | tr ' ' '\n' | grep '^node' | tr '=' ' ' | awk -v want="$2" '
+    { n++; c[n] = $2; t += $2 }
+    END { if (n != want) { print "nodes=" n " want " want; exit 1 }
+          m = t / n; for (i = 1; i <= n; i++) if (c[i] - m > m / 50 + 2 || m - c[i] > m / 50 + 2) { print "uneven: " c[i] " vs mean " m; exit 1 }
+          print "spread over " n " nodes, " t " pages"; }'
+}
+affinities() { for s in /proc/$1/task/*/status; do awk '/Cpus_allowed_list/{print $2}' $s; done | tr '\n' ' '; }
+
+# 1. ptb run --policy interleave: every page of the program's buffer interleaved over all memory nodes.
+ptb run --policy interleave --source page-faults --cycle 200 --stats /tmp/s1.json -- \
+  ptb-testapp --threads 4 --mb 32 --seconds 3 > /tmp/t1.out 2> /tmp/t1.err
+rc=$?
+grep TESTAPP /tmp/t1.out | grep -v thread; tail -3 /tmp/t1.err
+if [ $rc = 0 ] && grep -q 'checksum=ok' /tmp/t1.out && r=$(even_spread /tmp/t1.out $MEMNODES); then
+  pass "run-interleave: $r, checksums ok"
+else fail "run-interleave: rc=$rc $r"; fi
+
+# 2. ptb attach --policy fixed: threads pinned (thread i -> CPU i in tid order), restored after SIGTERM.
+ptb-testapp --threads 4 --mb 16 --seconds 8 > /tmp/t2.out & A=$!
+sleep 1
+before=$(affinities $A)
+ptb attach $A --policy fixed --cycle 200 --quiet 2> /tmp/t2.err & P=$!
+sleep 2
+during=$(affinities $A)
+# planned CPU of each thread (tid order, CPUs 0..n-1 wrapping) vs its affinity and where it runs
+plan_ok=1; i=0; ncpu=$(nproc)
+for t in $(ls /proc/$A/task | sort -n); do
+  want=$((i % ncpu)); i=$((i + 1))
+  got=$(awk '/Cpus_allowed_list/{print $2}' /proc/$A/task/$t/status)
+  on=$(cut -d')' -f2 /proc/$A/task/$t/stat | awk '{print $37}')
+  [ "$got" = "$want" ] || { plan_ok=0; echo "tid $t: affinity $got, planned $want"; }
+  if [ "$(cut -d')' -f2 /proc/$A/task/$t/stat | awk '{print $1}')" = R ] && [ "$on" != "$want" ]; then plan_ok=0; echo "tid $t runs on $on, planned $want"; fi
+done
+kill -TERM $P; wait $P; prc=$?
+sleep 0.3
+after=$(affinities $A)
+wait $A; arc=$?
+echo "affinity before: $before | during: $during | after SIGTERM: $after"
+tail -4 /tmp/t2.err
+if [ $plan_ok = 1 ] && [ "$after" = "$before" ] && [ $prc = 0 ] && [ $arc = 0 ] && grep -q 'checksum=ok' /tmp/t2.out \
+   && grep -q 'restored the original CPU affinity' /tmp/t2.err; then
+  pass "attach-fixed: threads on planned CPUs, affinities restored after SIGTERM, checksums ok"
+else fail "attach-fixed: plan_ok=$plan_ok ptb rc=$prc app rc=$arc"; fi
+
+# 3. ptb attach --policy interleave: pages already on one node are spread by move_pages.
+ptb-testapp --threads 2 --mb 16 --seconds 6 > /tmp/t3.out & A=$!
+sleep 1
+ptb attach $A --policy interleave --seconds 1 --quiet --stats /tmp/s3.json 2> /tmp/t3.err; rc=$?
+wait $A; arc=$?
+grep 'TESTAPP pages' /tmp/t3.out; grep -E 'start:|pages moved' /tmp/t3.err
+if [ $rc = 0 ] && [ $arc = 0 ] && grep -q 'checksum=ok' /tmp/t3.out && r=$(even_spread /tmp/t3.out $MEMNODES); then
+  pass "attach-interleave: existing pages moved, $r, checksums ok"
+else fail "attach-interleave: rc=$rc app=$arc $r"; fi
+
+# 4. ptb attach with sampling policies: real page-fault samples reach the policy; every page
+#    move a plan made is where the plan put it; the daemon ends cleanly when the target exits.
+for pol in ptb-classic ptb; do
+  rm -f /tmp/p4.jsonl /tmp/d4
+  ptb-testapp --threads 4 --mb 16 --seconds 4 --churn-kb 2048 --dump /tmp/d4 > /tmp/t4.out & A=$!
+  sleep 0.5
+  ptb attach $A --policy $pol --source page-faults --cycle 500 --plan-log /tmp/p4.jsonl --stats /tmp/s4.json 2> /tmp/t4.err; rc=$?
+  wait $A; arc=$?
+  tail -3 /tmp/t4.err
+  samples=$(awk -F: '/"samples"/{gsub(/[ ,]/,"",$2); print $2}' /tmp/s4.json)
+  moved=$(awk -F: '/"pages_moved"/{gsub(/[ ,]/,"",$2); print $2}' /tmp/s4.json)
+  tmoved=$(awk -F: '/"threads_moved"/{gsub(/[ ,]/,"",$2); print $2}' /tmp/s4.json)
+  touch /tmp/p4.jsonl
+  chk=$(ptb-testapp check-plans /tmp/p4.jsonl /tmp/d4); crc=$?
+  echo "$chk"
+  if [ $rc = 0 ] && [ $arc = 0 ] && [ "${samples:-0}" -gt 0 ] && [ $crc = 0 ] && grep -q 'checksum=ok' /tmp/t4.out \
+     && grep -q 'every target has exited' /tmp/t4.err; then
+    pass "attach-$pol: samples=$samples pages_moved=$moved threads_moved=$tmoved, ${chk#TESTAPP }, daemon ended with the target"
+  else fail "attach-$pol: rc=$rc app=$arc samples=$samples check=$crc"; fi
+done
+
+# 5. The target crashes mid-cycle: logged, ptb exits with the program's status (128+SIGABRT).
+ptb run --policy ptb-classic --source page-faults --cycle 300 -- ptb-testapp --threads 2 --mb 8 --seconds 5 --crash-after 1 \
+  > /tmp/t5.out 2> /tmp/t5.err
+rc=$?
+tail -2 /tmp/t5.err
+if [ $rc = 134 ] && grep -q 'every target has exited' /tmp/t5.err; then pass "crash-mid-cycle: ptb exited 134 like the program"
+else fail "crash-mid-cycle: rc=$rc"; fi
+
+# 6. record, then plan offline.
+ptb-testapp --threads 2 --mb 8 --seconds 4 --churn-kb 1024 > /tmp/t6.out & A=$!
+sleep 0.5
+ptb record $A --seconds 1.5 --cycle 300 -o /tmp/t6.jsonl 2> /tmp/t6.err; rc=$?
+wait $A
+ptb plan --trace /tmp/t6.jsonl --policy ptb-classic > /tmp/t6.plan 2>&1; prc=$?
+cat /tmp/t6.err; head -20 /tmp/t6.plan
+if [ $rc = 0 ] && [ $prc = 0 ] && grep -q '"type":"sample"' /tmp/t6.jsonl && grep -q 'access map' /tmp/t6.plan; then
+  pass "record-plan: $(grep -c '"type":"sample"' /tmp/t6.jsonl) samples recorded and planned offline"
+else fail "record-plan: record rc=$rc plan rc=$prc"; fi
+
+# 7. --disable-kernel-balancing turns the balancer off while ptb runs and puts it back.
+echo 1 > /proc/sys/kernel/numa_balancing
+ptb-testapp --threads 1 --mb 4 --seconds 3 > /dev/null & A=$!
+ptb attach $A --policy interleave --seconds 1.5 --disable-kernel-balancing --quiet 2> /tmp/t7.err & P=$!
+sleep 0.8; during=$(cat /proc/sys/kernel/numa_balancing)
+wait $P; after=$(cat /proc/sys/kernel/numa_balancing); wait $A
+echo 0 > /proc/sys/kernel/numa_balancing
+if [ "$during" = 0 ] && [ "$after" = 1 ]; then pass "kernel-balancing: off while managed, restored to 1"
+else fail "kernel-balancing: during=$during after=$after"; fi
+
+# 8. Safety: pid 1 and kernel threads are refused.
+if ! ptb attach 1 --policy interleave 2>/dev/null && ! ptb attach 2 --policy interleave 2>/dev/null; then
+  pass "safety: pid 1 and kthreadd refused"; else fail "safety"; fi
+
+# 9. Benchmark: batched parallel vs one page per call (figure printed, not asserted).
+ptb bench actuator --mb 32 2>&1; brc=$?
+[ $brc = 0 ] && pass "bench-actuator ran" || fail "bench-actuator: rc=$brc"
+
+echo "guest tests: $fails failed"
+exit $fails
