@@ -4,8 +4,9 @@
 # is the number of failures.
 export PATH=/bin
 fails=0
-pass() { echo "VMTEST PASS $*"; }
-fail() { echo "VMTEST FAIL $*"; fails=$((fails + 1)); }
+up() { cut -d' ' -f1 /proc/uptime; }
+pass() { echo "VMTEST PASS [$(up)s] $*"; }
+fail() { echo "VMTEST FAIL [$(up)s] $*"; fails=$((fails + 1)); }
 cd /tmp
 echo 0 > /proc/sys/kernel/numa_balancing   # deterministic placement: no kernel balancer
 NODES=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)

@@ -70,13 +70,14 @@ log "building static ptb and ptb-testapp (release, target/vm)"
 (cd "$REPO" && RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release \
    --target x86_64-unknown-linux-gnu --target-dir target/vm -p ptb -p ptb-linux --bin ptb --bin ptb-testapp)
 BIN=$REPO/target/vm/x86_64-unknown-linux-gnu/release
-for b in ptb ptb-testapp; do ! ldd "$BIN/$b" >/dev/null 2>&1 || { echo "tests/vm: $b is not static" >&2; exit 2; }; done
+for b in ptb ptb-testapp; do ! ldd "$BIN/$b" 2>&1 | grep -q '=>' || { echo "tests/vm: $b is not static" >&2; exit 2; }; done
 log "built in $(( ($(ms) - T0) / 1000 )) s"
 
 # ---- 4. initramfs -------------------------------------------------------------
 R=$W/root
 rm -rf "$R" && mkdir -p "$R"/{bin,proc,sys,dev,tmp,run}
-cp /bin/busybox "$BIN/ptb" "$BIN/ptb-testapp" "$R/bin/"
+cp /bin/busybox "$R/bin/"
+for b in ptb ptb-testapp; do strip -o "$R/bin/$b" "$BIN/$b" 2>/dev/null || cp "$BIN/$b" "$R/bin/"; done
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 install -m 755 "$REPO/tests/vm/guest-tests.sh" "$R/bin/guest-tests"
 cat > "$R/init" <<'IEOF'

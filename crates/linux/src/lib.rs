@@ -13,6 +13,7 @@
 
 pub mod actuator;
 pub mod daemon;
+pub mod holder;
 pub mod launch;
 pub mod live;
 pub mod metrics;
