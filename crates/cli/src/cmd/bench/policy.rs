@@ -160,8 +160,9 @@ pub fn run(args: Args) -> Result<()> {
         "decide mean ms",
         "decide cpu ms",
         "collisions",
-        "threads moved",
-        "pages moved",
+        "thread moves",
+        "page moves",
+        "range actions",
     ]);
     let mut ingest = Table::new();
     ingest.set_header(vec![
@@ -208,7 +209,7 @@ pub fn run(args: Args) -> Result<()> {
             } else {
                 spec.to_string()
             };
-            let (best, mean, cpu, stats) = time_policy(spec, &params, &w, args.cycles)?;
+            let (best, mean, cpu, stats, moves) = time_policy(spec, &params, &w, args.cycles)?;
             let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
             table.add_row(vec![
                 label,
@@ -219,8 +220,9 @@ pub fn run(args: Args) -> Result<()> {
                 ms(mean),
                 ms(cpu),
                 stat("hash_collisions"),
-                stat("threads_moved"),
-                stat("pages_moved"),
+                moves.0.to_string(),
+                moves.1.to_string(),
+                moves.2.to_string(),
             ]);
             if !args.no_ingest && ingested.len() < 2 && case.threads == 64 && !ingested.contains(&case.pages) {
                 ingested.push(case.pages);
@@ -280,13 +282,14 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
-/// Time `decide`: (fastest wall, mean wall, fastest thread CPU time, stats of the last plan).
+/// Time `decide`: (fastest wall, mean wall, fastest thread CPU time, stats of the last plan,
+/// its thread moves, page moves and range actions).
 fn time_policy(
     spec: PolicySpec,
     params: &ptb_policy::Params,
     w: &World,
     cycles: u32,
-) -> Result<(Duration, Duration, Duration, Stats)> {
+) -> Result<(Duration, Duration, Duration, Stats, (usize, usize, usize))> {
     let allowed = w.machine.all_nodes();
     let mut policy = ptb_policy::build(spec, params)?;
     policy.start(&StartContext { machine: &w.machine, allowed: &allowed, threads: &w.threads });
@@ -304,6 +307,7 @@ fn time_policy(
     };
     let (mut best, mut total, mut best_cpu) = (Duration::MAX, Duration::ZERO, Duration::MAX);
     let mut stats = Stats::new();
+    let mut moves = (0, 0, 0);
     for _ in 0..cycles.max(1) {
         let (t0, c0) = (Instant::now(), thread_cpu());
         let plan = policy.decide(&snap);
@@ -311,7 +315,8 @@ fn time_policy(
         best_cpu = best_cpu.min(thread_cpu().saturating_sub(c0));
         best = best.min(dt);
         total += dt;
+        moves = (plan.threads.len(), plan.pages.len(), plan.ranges.len());
         stats = plan.stats;
     }
-    Ok((best, total / cycles.max(1), best_cpu, stats))
+    Ok((best, total / cycles.max(1), best_cpu, stats, moves))
 }
