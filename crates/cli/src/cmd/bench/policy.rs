@@ -209,7 +209,7 @@ pub fn run(args: Args) -> Result<()> {
             } else {
                 spec.to_string()
             };
-            let (best, mean, cpu, stats, moves) = time_policy(spec, &params, &w, args.cycles)?;
+            let Timing { best, mean, cpu, stats, moves } = time_policy(spec, &params, &w, args.cycles)?;
             let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
             table.add_row(vec![
                 label,
@@ -271,6 +271,20 @@ fn ingest_rows(t: &mut Table, case: Case, w: &World) {
     }
 }
 
+/// What `time_policy` measured.
+struct Timing {
+    /// Fastest wall-clock `decide`.
+    best: Duration,
+    /// Mean wall-clock `decide`.
+    mean: Duration,
+    /// Fastest thread CPU time of `decide`.
+    cpu: Duration,
+    /// Stats of the last plan.
+    stats: Stats,
+    /// Thread moves, page moves and range actions of the last plan.
+    moves: (usize, usize, usize),
+}
+
 type Stats = std::collections::BTreeMap<String, f64>;
 
 /// CPU time of the calling thread (immune to other processes on a shared machine).
@@ -284,12 +298,7 @@ fn thread_cpu() -> Duration {
 
 /// Time `decide`: (fastest wall, mean wall, fastest thread CPU time, stats of the last plan,
 /// its thread moves, page moves and range actions).
-fn time_policy(
-    spec: PolicySpec,
-    params: &ptb_policy::Params,
-    w: &World,
-    cycles: u32,
-) -> Result<(Duration, Duration, Duration, Stats, (usize, usize, usize))> {
+fn time_policy(spec: PolicySpec, params: &ptb_policy::Params, w: &World, cycles: u32) -> Result<Timing> {
     let allowed = w.machine.all_nodes();
     let mut policy = ptb_policy::build(spec, params)?;
     policy.start(&StartContext { machine: &w.machine, allowed: &allowed, threads: &w.threads });
@@ -318,5 +327,5 @@ fn time_policy(
         moves = (plan.threads.len(), plan.pages.len(), plan.ranges.len());
         stats = plan.stats;
     }
-    Ok((best, total / cycles.max(1), best_cpu, stats, moves))
+    Ok(Timing { best, mean: total / cycles.max(1), cpu: best_cpu, stats, moves })
 }
