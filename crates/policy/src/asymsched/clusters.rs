@@ -43,20 +43,27 @@ impl Measure {
         let nn = m.n_nodes();
         let mut out = Measure::default();
         let app_of: std::collections::HashMap<Tid, AppId> = snap.threads.iter().map(|t| (t.tid, t.app)).collect();
+        // (page, tid) pairs, sorted and unique: one entry per page with its threads.
+        let mut pairs: Vec<(PageKey, Tid)> = Vec::with_capacity(snap.samples.len());
         for s in snap.samples {
             let Some(&app) = app_of.get(&s.tid) else { continue };
             let page = s.page(m.page_size);
-            let mem = snap.pages.get(page).filter(|n| n.ix() < nn);
-            let e = out.pages.entry(page).or_insert_with(|| (Vec::new(), mem));
-            if !e.0.contains(&s.tid) {
-                e.0.push(s.tid);
-            }
-            if let Some(n) = mem {
+            pairs.push((page, s.tid));
+            if let Some(n) = snap.pages.get(page).filter(|n| n.ix() < nn) {
                 out.by_app_mem.entry(app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
                 out.by_thread_mem.entry(s.tid).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
             }
         }
-        out.pages.values_mut().for_each(|(t, _)| t.sort_unstable());
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut grouped: Vec<(PageKey, (Vec<Tid>, Option<NodeIdx>))> = Vec::new();
+        for (page, tid) in pairs {
+            match grouped.last_mut() {
+                Some((p, (ts, _))) if *p == page => ts.push(tid),
+                _ => grouped.push((page, (vec![tid], snap.pages.get(page).filter(|n| n.ix() < nn)))),
+            }
+        }
+        out.pages = grouped.into_iter().collect();
         out
     }
 }

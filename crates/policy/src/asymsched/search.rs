@@ -79,6 +79,9 @@ struct Dfs<'a> {
     ub: Vec<f64>,
     /// Per app: score of each symmetry class seen.
     memo: Vec<HashMap<ClassKey, f64>>,
+    /// Scratch buffers reused by every scoring.
+    cbw_buf: Vec<f64>,
+    key_buf: ClassKey,
     assign: Vec<usize>,
     used: Vec<bool>,
     out: Outcome,
@@ -92,25 +95,30 @@ impl Dfs<'_> {
         let bw = &self.p.bw;
         // C_bw of each cluster: the app's score depends on the placement only through the
         // (weight, C_bw) pairs, so their sorted list is an exact symmetry class.
-        let cbw: Vec<f64> = (a..b)
-            .map(|i| {
-                let n = self.assign[i];
-                if b - a == 1 {
-                    bw[n][n]
-                } else {
-                    nodes.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum()
-                }
-            })
-            .collect();
-        let mut key: ClassKey = (a..b).map(|i| (self.p.items[i].weight.to_bits(), q(cbw[i - a]))).collect();
-        key.sort_unstable();
-        if let Some(&s) = self.memo[app].get(&key) {
-            self.out.symmetric += 1;
-            return s;
+        let mut cbw = std::mem::take(&mut self.cbw_buf);
+        let mut key = std::mem::take(&mut self.key_buf);
+        cbw.clear();
+        key.clear();
+        for i in a..b {
+            let n = self.assign[i];
+            cbw.push(if b - a == 1 { bw[n][n] } else { nodes.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum() });
+            key.push((self.p.items[i].weight.to_bits(), q(cbw[i - a])));
         }
-        self.out.evaluated += 1;
-        let s = (a..b).map(|i| self.p.items[i].weight * cbw[i - a]).sum();
-        self.memo[app].insert(key, s);
+        key.sort_unstable();
+        let s = match self.memo[app].get(key.as_slice()) {
+            Some(&s) => {
+                self.out.symmetric += 1;
+                s
+            }
+            None => {
+                self.out.evaluated += 1;
+                let s = (a..b).map(|i| self.p.items[i].weight * cbw[i - a]).sum();
+                self.memo[app].insert(key.clone(), s);
+                s
+            }
+        };
+        self.cbw_buf = cbw;
+        self.key_buf = key;
         s
     }
 
@@ -217,6 +225,8 @@ pub fn search(p: &Problem) -> Outcome {
         spans,
         ub,
         memo: vec![HashMap::new(); napps],
+        cbw_buf: Vec::new(),
+        key_buf: Vec::new(),
         assign: vec![0; k],
         used: vec![false; n],
         out,
