@@ -26,13 +26,16 @@ pub struct Cluster {
     pub accesses: u64,
 }
 
+/// The threads that touched a sampled page (sorted, unique) and the page's node.
+pub type PageUse = (Vec<Tid>, Option<NodeIdx>);
+
 /// What the samples of one cycle say.
 #[derive(Clone, Debug, Default)]
 pub struct Measure {
     /// Per application: sampled accesses by memory node.
     pub by_app_mem: BTreeMap<AppId, Vec<u64>>,
     /// Per sampled page: the threads that touched it (sorted, unique) and its node.
-    pub pages: BTreeMap<PageKey, (Vec<Tid>, Option<NodeIdx>)>,
+    pub pages: BTreeMap<PageKey, PageUse>,
     /// Per thread: sampled accesses by memory node.
     pub by_thread_mem: BTreeMap<Tid, Vec<u64>>,
 }
@@ -56,7 +59,7 @@ impl Measure {
         }
         pairs.sort_unstable();
         pairs.dedup();
-        let mut grouped: Vec<(PageKey, (Vec<Tid>, Option<NodeIdx>))> = Vec::new();
+        let mut grouped: Vec<(PageKey, PageUse)> = Vec::new();
         for (page, tid) in pairs {
             match grouped.last_mut() {
                 Some((p, (ts, _))) if *p == page => ts.push(tid),
