@@ -112,6 +112,12 @@ impl Section<'_> {
         Ok(v)
     }
 
+    /// Where the value of `key` came from (`--set`, a config file path), or `default` when the
+    /// key was not given: for policies that check values themselves and report the origin.
+    pub fn origin(&self, key: &str) -> String {
+        self.map.and_then(|m| m.get(key)).map_or_else(|| "default".to_string(), |(_, o)| o.clone())
+    }
+
     /// Fail on any key that the policy did not read.
     pub fn finish(self) -> Result<(), PolicyError> {
         if let Some(m) = self.map {

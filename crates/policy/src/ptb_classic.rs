@@ -129,7 +129,7 @@ impl PtbClassic {
         let hash_slots = s.get::<usize>("hash_slots", d.hash_slots)?;
         let period = s.get::<u64>("period", d.period)?;
         let bad = |key: &str, reason: &str| PolicyError::Param {
-            origin: "parameters".into(),
+            origin: s.origin(key),
             policy: "ptb-classic".into(),
             key: key.into(),
             reason: reason.into(),

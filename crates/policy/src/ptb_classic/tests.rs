@@ -238,7 +238,7 @@ fn parameters_defaults_and_errors() {
         ps.set_assignment(bad).unwrap();
         let e = PtbClassic::from_params(&ps).unwrap_err().to_string();
         let key = bad.split(['.', '=']).nth(1).unwrap();
-        assert!(e.contains(key), "{bad}: {e}");
+        assert!(e.contains(key) && e.contains("--set"), "{bad}: {e}");
     }
     let keys: Vec<&str> = PARAMS.iter().map(|d| d.key).collect();
     assert!(keys.contains(&"c1") && keys.contains(&"min_acc") && keys.contains(&"histogram"));

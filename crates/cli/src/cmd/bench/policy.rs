@@ -203,8 +203,7 @@ pub fn run(args: Args) -> Result<()> {
                 params.set_assignment(s)?;
             }
             let label = if classic {
-                let overridden = args.params.set.iter().find_map(|s| s.trim().strip_prefix("ptb-classic.histogram="));
-                let h = overridden.unwrap_or(if i == 0 || !args.cases.is_empty() { "classic" } else { "exact" });
+                let h = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
                 format!("{spec} ({h})")
             } else {
                 spec.to_string()
