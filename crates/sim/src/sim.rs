@@ -255,6 +255,8 @@ impl Simulation {
         let plan = Plan { threads: sp.threads.clone(), ..Default::default() };
         self.check(&run, &plan).map_err(invalid)?;
         run.apply_plan(&plan);
+        // Initial pinning happens before the program runs: not a migration.
+        run.acc.threads_migrated = 0;
         run.set_sampling(policy.sampling());
         run.allocate(&sp.alloc, None)?;
         run.drive(Some(policy.as_mut()))?;
@@ -302,6 +304,7 @@ impl Simulation {
         };
         self.check(&run, &plan).map_err(bad)?;
         run.apply_plan(&plan);
+        run.acc.threads_migrated = 0;
         let nn = self.sm.n_nodes;
         let mut ft = vec![pl.objects.is_empty(); l.objects.len()];
         for (o, op) in pl.objects.iter().enumerate() {

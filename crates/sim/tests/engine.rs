@@ -208,6 +208,7 @@ fn static_placement_controls_threads_and_pages() {
     assert!((local.local_fraction - 1.0).abs() < 1e-9);
     assert!(remote.local_fraction < 1e-9);
     assert!(local.runtime_s < remote.runtime_s);
+    assert_eq!(local.threads_migrated, 0, "initial pinning is not a migration");
     let half = StaticPlacement {
         label: "half".into(),
         threads: vec![],
