@@ -21,7 +21,8 @@
 //!
 //! Migration cost per GB comes from the machine model (`costs.page_us` per page plus
 //! `1/costs.copy_gbps`), unless `s_per_gb` is set (the paper measured 0.3 s/GB). Several
-//! applications are placed together: clusters of all of them share the nodes.
+//! applications are placed together: clusters of all of them share the nodes, one cluster per
+//! node; with more clusters than nodes the threads stay put and only pages move.
 
 mod clusters;
 pub mod search;
