@@ -11,10 +11,14 @@ use crate::{Policy, PolicyError};
 use ptb_topology::{Machine, NodeIdx};
 use std::time::Duration;
 
-pub const PARAMS: &[ParamDoc] = &[ParamDoc {
+/// `interleave` has no parameters.
+pub const PARAMS: &[ParamDoc] = &[];
+
+/// Parameters of `weighted-interleave`.
+pub const WEIGHTED_PARAMS: &[ParamDoc] = &[ParamDoc {
     key: "weights",
     default: "from the Bandwidth Graph",
-    doc: "weighted-interleave only: explicit per-node weights as `node:weight,...` (dense node indices)",
+    doc: "explicit per-node weights as `node:weight,...` (dense node indices)",
 }];
 
 #[derive(Debug)]

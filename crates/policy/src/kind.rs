@@ -83,7 +83,8 @@ impl PolicyKind {
             PolicyKind::Asymsched => crate::asymsched::PARAMS,
             PolicyKind::Selective => crate::selective::PARAMS,
             PolicyKind::Autonuma => crate::autonuma::PARAMS,
-            PolicyKind::Interleave | PolicyKind::WeightedInterleave => crate::interleave::PARAMS,
+            PolicyKind::Interleave => crate::interleave::PARAMS,
+            PolicyKind::WeightedInterleave => crate::interleave::WEIGHTED_PARAMS,
             PolicyKind::FirstTouch => crate::first_touch::PARAMS,
             PolicyKind::Fixed => crate::fixed::PARAMS,
         }
