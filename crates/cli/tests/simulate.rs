@@ -57,12 +57,24 @@ fn simulate_json_reports_a_speedup_over_first_touch() {
 #[test]
 fn simulate_table_says_simulated_and_honours_nodes() {
     let out = ptb()
-        .args(["simulate", "--machine", MACHINE, "--workload", "ep+cg", "--nodes", "1,2", "--duration-scale", "0.1"])
+        .args([
+            "simulate",
+            "--machine",
+            MACHINE,
+            "--workload",
+            "ep+cg",
+            "--nodes",
+            "1,2",
+            "--duration-scale",
+            "0.1",
+            "--map",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("SIMULATED") && text.contains("ep+cg"), "{text}");
+    assert!(text.contains("controller share"), "{text}");
 }
 
 #[test]

@@ -11,6 +11,21 @@
 //!                                ─▶ validate_plan ─▶ SimActuator (costs) ─▶ RunResult
 //! ```
 //!
+//! # API
+//!
+//! ```text
+//! let sim = Simulation::new(machine, ptb_sim::resolve_mix("canneal+ep")?, SimOptions::default())?;
+//! let ft  = sim.first_touch()?;                                   // reference, cached
+//! let r   = sim.run_policy("autonuma".parse()?, &Params::new())?; // r.speedup_vs_first_touch
+//! let s   = sim.run_static(&StaticPlacement { label, threads: vec![ThreadTarget::Node(..); n],
+//!                                             objects: vec![ObjectPlacement::Fractions(..); m] })?;
+//! serde_json::to_string(&r)?;                                     // RunResult is serde
+//! ```
+//!
+//! `sim.layout()` lists the threads and objects (the order a [`StaticPlacement`] uses);
+//! `run_with(Box<dyn Policy>)` runs a policy object built elsewhere. A `Simulation` is `Sync`:
+//! several runs may go in parallel threads.
+//!
 //! # Performance model
 //!
 //! A closed queueing network solved mean-value style once per time step. For thread `i`

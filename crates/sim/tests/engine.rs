@@ -266,3 +266,9 @@ fn several_applications_run_together() {
     let alone = sim(SHARED, SimOptions::default()).first_touch().unwrap();
     assert!(r.runtime_s > alone.runtime_s);
 }
+
+#[test]
+fn simulation_can_be_shared_between_threads() {
+    fn is_sync<T: Sync + Send>() {}
+    is_sync::<Simulation>();
+}

@@ -43,9 +43,32 @@ pub struct Args {
     charge_decision: bool,
     #[command(flatten)]
     params: ParamArgs,
+    /// Also print each run's node x node access map (row: node of the accessing CPU,
+    /// column: node of the memory, % of all accesses) and per-node controller shares.
+    #[arg(long)]
+    map: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn print_map(r: &RunResult) {
+    let m = &r.access_map;
+    println!("\naccess map, {} under {} (simulated; % of all accesses):", r.workload, r.policy);
+    let mut t = Table::new();
+    let mut header = vec!["CPU node \\ memory".to_string()];
+    header.extend(m.nodes.iter().map(|n| format!("node{n}")));
+    t.set_header(header);
+    for (i, row) in m.shares.iter().enumerate() {
+        let mut cells = vec![format!("node{}", m.nodes[i])];
+        cells.extend(row.iter().map(|v| format!("{:.1}", 100.0 * v)));
+        t.add_row(cells);
+    }
+    let mut cells = vec!["controller share".to_string()];
+    cells.extend(m.controller_share.iter().map(|v| format!("{:.1}", 100.0 * v)));
+    t.add_row(cells);
+    println!("{t}");
+    println!("local {:.1}%, remote {:.1}%", 100.0 * m.local, 100.0 * m.remote);
 }
 
 #[derive(Serialize)]
@@ -133,6 +156,9 @@ pub fn run(args: Args) -> Result<()> {
         ]);
     }
     println!("{t}");
+    if args.map {
+        results.iter().for_each(print_map);
+    }
     println!("(simulated; decision ms is the measured time of the policy code, reported beside the run)");
     Ok(())
 }
