@@ -5,6 +5,7 @@
 mod cmd;
 mod common;
 mod plot;
+mod report;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

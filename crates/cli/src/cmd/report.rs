@@ -1,10 +1,30 @@
-//! `ptb report` (being built).
+//! `ptb report RUN.json`: render the table, summary and plots of a saved `ptb simulate --json`
+//! or `ptb compare --json` document into a directory (HTML page, Markdown page, PNG and SVG).
 
-use anyhow::{bail, Result};
+use crate::report::{self, Document, Summary};
+use anyhow::Result;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// A JSON file written by `ptb simulate --json` or `ptb compare --json`.
+    #[arg(value_name = "RUN.json")]
+    input: PathBuf,
+    /// Directory for the report (created if missing); default: `<RUN>-report` next to the input.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> Result<()> {
-    bail!("`ptb report` is not available in this build yet")
+pub fn run(args: Args) -> Result<()> {
+    let doc = Document::load(&args.input)?;
+    let out = args.out.unwrap_or_else(|| {
+        let stem = args.input.file_stem().map_or("run".into(), |s| s.to_string_lossy().to_string());
+        args.input.with_file_name(format!("{stem}-report"))
+    });
+    let summary = doc.summary.clone().unwrap_or_else(|| Summary::of(&doc));
+    println!("SIMULATED results on machine `{}`; speed-up vs first-touch:", doc.machine);
+    println!("{}", report::table::terminal(&summary));
+    let page = report::render(&doc, &out)?;
+    println!("report written: {}", page.display());
+    Ok(())
 }

@@ -1,0 +1,216 @@
+//! The report pages: `index.html` (self-contained: styles and SVG plots inlined) and
+//! `report.md` (links the PNG plots next to it).
+//!
+//! Content: the comparison table, speed-up bars, and per workload the pages moved per cycle
+//! and, for every policy (first seed), the node x node access map and controller/link
+//! utilisation.
+
+use crate::report::model::{Document, RunRecord, ORACLE_NOTE};
+use crate::report::plots;
+use crate::report::stats::Summary;
+use crate::report::table::{self, esc};
+use crate::report::slug;
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One plot written to disk: title, PNG and SVG file names.
+struct Plot {
+    title: String,
+    png: String,
+    svg: String,
+}
+
+/// The plots of one workload.
+struct WorkloadPlots {
+    workload: String,
+    pages: Option<Plot>,
+    runs: Vec<(String, Option<Plot>, Option<Plot>)>,
+}
+
+fn plot(title: String, r: Result<(String, String)>, warnings: &mut Vec<String>) -> Option<Plot> {
+    match r {
+        Ok((png, svg)) => Some(Plot { title, png, svg }),
+        Err(e) => {
+            warnings.push(format!("{title}: {e:#}"));
+            None
+        }
+    }
+}
+
+/// Write the plots and both pages; returns the HTML page's path.
+pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
+    let mut warnings = Vec::new();
+    let machine = if doc.machine.is_empty() { "(unknown machine)" } else { &doc.machine };
+    let bars = if s.workloads.is_empty() {
+        None
+    } else {
+        plot("speed-up".into(), plots::speedup_bars(s, machine, dir, "speedup"), &mut warnings)
+    };
+    let first_seed = doc.seeds().first().copied().unwrap_or(0);
+    let mut per_workload = Vec::new();
+    for w in &s.workloads {
+        let runs: Vec<&RunRecord> = s
+            .policies
+            .iter()
+            .filter_map(|p| doc.results.iter().find(|r| &r.workload == w && &r.policy == p && r.seed == first_seed))
+            .collect();
+        let series: Vec<(String, Vec<u64>)> = runs
+            .iter()
+            .filter(|r| !r.pages_planned_per_cycle.is_empty())
+            .map(|r| (r.policy.clone(), r.pages_planned_per_cycle.clone()))
+            .collect();
+        let pages = if series.is_empty() {
+            None
+        } else {
+            let stem = format!("pages-{}", slug(w));
+            let title = format!("{w}: pages the policies asked to move per cycle (simulated, seed {first_seed})");
+            plot(title.clone(), plots::pages_per_cycle(&title, &series, dir, &stem), &mut warnings)
+        };
+        let mut rp = Vec::new();
+        for r in runs {
+            let stem = format!("{}-{}", slug(w), slug(&r.policy));
+            let am = r.access_map.as_ref().and_then(|m| {
+                let t = format!("{w} under {}: access map (simulated)", r.policy);
+                plot(t.clone(), plots::access_map(&t, m, dir, &format!("access-{stem}")), &mut warnings)
+            });
+            let ut = (!r.controller_utilisation.is_empty() || !r.link_utilisation.is_empty()).then(|| {
+                let t = format!("{w} under {}: controller and link utilisation", r.policy);
+                plot(
+                    t.clone(),
+                    plots::utilisation(&t, &r.controller_utilisation, &r.link_utilisation, dir, &format!("util-{stem}")),
+                    &mut warnings,
+                )
+            });
+            rp.push((r.policy.clone(), am, ut.flatten()));
+        }
+        per_workload.push(WorkloadPlots { workload: w.clone(), pages, runs: rp });
+    }
+    let md = markdown(doc, s, machine, bars.as_ref(), &per_workload, &warnings);
+    let md_path = dir.join("report.md");
+    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+    let html = html(doc, s, machine, bars.as_ref(), &per_workload, &warnings, dir)?;
+    let html_path = dir.join("index.html");
+    std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
+    Ok(html_path)
+}
+
+fn intro(doc: &Document, s: &Summary, machine: &str) -> Vec<String> {
+    let mut v = vec![format!(
+        "SIMULATED results on machine `{machine}`: {} workload(s), {} polic(ies), {} seed(s) ({:?}).",
+        s.workloads.len(),
+        s.policies.len(),
+        s.seeds,
+        doc.seeds()
+    )];
+    if !doc.simulated {
+        v.push("The source document is not marked as simulated.".into());
+    }
+    v.extend(s.notes.iter().cloned());
+    v
+}
+
+fn markdown(
+    doc: &Document,
+    s: &Summary,
+    machine: &str,
+    bars: Option<&Plot>,
+    per: &[WorkloadPlots],
+    warnings: &[String],
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# ptb report: {machine} (simulated)\n");
+    for l in intro(doc, s, machine) {
+        let _ = writeln!(o, "- {l}");
+    }
+    let _ = writeln!(o, "\n## Speed-up vs first-touch (simulated)\n\n{}", table::markdown(s));
+    if let Some(b) = bars {
+        let _ = writeln!(o, "![{}]({})\n", b.title, b.png);
+    }
+    for w in per {
+        let _ = writeln!(o, "## {}\n", w.workload);
+        if let Some(p) = &w.pages {
+            let _ = writeln!(o, "![{}]({})\n", p.title, p.png);
+        }
+        for (policy, am, ut) in &w.runs {
+            let _ = writeln!(o, "### {} under {policy}\n", w.workload);
+            for p in [am, ut].into_iter().flatten() {
+                let _ = writeln!(o, "![{}]({})\n", p.title, p.png);
+            }
+        }
+    }
+    if !warnings.is_empty() {
+        let _ = writeln!(o, "## Plots not drawn\n");
+        for w in warnings {
+            let _ = writeln!(o, "- {w}");
+        }
+    }
+    o
+}
+
+fn inline_svg(dir: &Path, p: &Plot) -> Result<String> {
+    let path = dir.join(&p.svg);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let body = match text.find("<svg") {
+        Some(i) => &text[i..],
+        None => &text,
+    };
+    Ok(format!(
+        "<figure>{body}<figcaption>{} (<a href=\"{}\">PNG</a>, <a href=\"{}\">SVG</a>)</figcaption></figure>\n",
+        esc(&p.title),
+        esc(&p.png),
+        esc(&p.svg)
+    ))
+}
+
+const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;color:#222;max-width:1400px}\
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+thead th{background:#eee}tbody th{text-align:left}tr.stat td,tr.stat th{background:#f6f6f6;font-weight:bold}\
+figure{display:inline-block;margin:0.5em;vertical-align:top}figcaption{font-size:80%;color:#555}\
+svg{max-width:100%;height:auto}.note{color:#555;font-size:90%}.warn{color:#a00}";
+
+fn html(
+    doc: &Document,
+    s: &Summary,
+    machine: &str,
+    bars: Option<&Plot>,
+    per: &[WorkloadPlots],
+    warnings: &[String],
+    dir: &Path,
+) -> Result<String> {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ptb report: {m} (simulated)</title><style>{STYLE}</style></head><body>\n<h1>ptb report: {m} (simulated)</h1>\n<ul class=\"note\">",
+        m = esc(machine)
+    );
+    for l in intro(doc, s, machine) {
+        let _ = write!(o, "<li>{}</li>", esc(&l));
+    }
+    let _ = writeln!(o, "</ul>\n<h2>Speed-up vs first-touch (simulated)</h2>\n{}", table::html(s));
+    if let Some(b) = bars {
+        o.push_str(&inline_svg(dir, b)?);
+    }
+    for w in per {
+        let _ = writeln!(o, "<h2>{}</h2>", esc(&w.workload));
+        if let Some(p) = &w.pages {
+            o.push_str(&inline_svg(dir, p)?);
+        }
+        for (policy, am, ut) in &w.runs {
+            let _ = writeln!(o, "<details><summary>{} under {}</summary>", esc(&w.workload), esc(policy));
+            for p in [am, ut].into_iter().flatten() {
+                o.push_str(&inline_svg(dir, p)?);
+            }
+            o.push_str("</details>\n");
+        }
+    }
+    if !warnings.is_empty() {
+        o.push_str("<h2>Plots not drawn</h2><ul class=\"warn\">");
+        for w in warnings {
+            let _ = write!(o, "<li>{}</li>", esc(w));
+        }
+        o.push_str("</ul>");
+    }
+    let _ = writeln!(o, "<p class=\"note\">{}</p></body></html>", esc(ORACLE_NOTE));
+    Ok(o)
+}

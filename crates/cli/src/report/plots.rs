@@ -1,0 +1,491 @@
+//! The report's plots, each written as PNG and SVG: speed-up bars per workload, the node x node
+//! access map of a run, controller and link utilisation, and pages moved per policy cycle.
+//!
+//! Layout is computed by hand in pixels (cells, bars, labels, legend) so every label is shown
+//! once and in full. Text uses DejaVu Sans bundled in the binary and registered with plotters,
+//! so nothing needs fontconfig or system fonts at run time.
+
+use crate::report::model::{AccessMapRec, ControllerRec, LinkRec};
+use crate::report::stats::Summary;
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+use std::sync::Once;
+
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn ensure_font() {
+    REGISTER.call_once(|| {
+        // The font is compiled in and known to parse; a failure would only lose text.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// Ten distinct series colours (Tableau 10).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+const GREY: RGBColor = RGBColor(90, 90, 90);
+const GRID: RGBColor = RGBColor(225, 225, 225);
+
+/// Colour of `t` in 0..=1 on the viridis scale (five stops).
+fn viridis(t: f64) -> RGBColor {
+    const V: [(f64, f64, f64); 5] =
+        [(68.0, 1.0, 84.0), (59.0, 82.0, 139.0), (33.0, 145.0, 140.0), (94.0, 201.0, 98.0), (253.0, 231.0, 37.0)];
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * 4.0;
+    let i = (t.floor() as usize).min(3);
+    let f = t - i as f64;
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(mix(V[i].0, V[i + 1].0), mix(V[i].1, V[i + 1].1), mix(V[i].2, V[i + 1].2))
+}
+
+fn ts(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().color(color).pos(Pos::new(h, v))
+}
+
+fn de<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing failed: {e}")
+}
+
+type Area<'a, DB> = DrawingArea<DB, Shift>;
+
+/// Something drawable on any backend.
+trait Figure {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()>;
+}
+
+/// Write `fig` as `<stem>.png` and `<stem>.svg` in `dir`; returns the two file names.
+fn write<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<(String, String)> {
+    ensure_font();
+    let (png, svg) = (format!("{stem}.png"), format!("{stem}.svg"));
+    {
+        let p = dir.join(&png);
+        let area = BitMapBackend::new(&p, fig.size()).into_drawing_area();
+        fig.draw(&area)?;
+        area.present().map_err(de).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let p = dir.join(&svg);
+    let area = SVGBackend::new(&p, fig.size()).into_drawing_area();
+    fig.draw(&area)?;
+    area.present().map_err(de).with_context(|| format!("writing {}", p.display()))?;
+    Ok((png, svg))
+}
+
+/// "Nice" axis ticks (1, 2, 5 x 10^k) covering `lo..=hi`.
+pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    let span = (hi - lo).abs().max(1e-12);
+    let raw = span / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| span / s <= target as f64).unwrap_or(10.0 * mag);
+    let mut v = Vec::new();
+    let mut x = (lo / step).floor() * step;
+    while x <= hi + step * 1e-9 && v.len() < 100 {
+        v.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
+        x += step;
+    }
+    if v.last().is_some_and(|l| *l < hi) {
+        v.push(x);
+    }
+    v
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v.abs() >= 1000.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn text_w(s: &str, px: f64) -> i32 {
+    (s.chars().count() as f64 * px * 0.6).ceil() as i32
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speed-up bars
+
+struct SpeedupBars<'a> {
+    title: String,
+    s: &'a Summary,
+    left: i32,
+    top: i32,
+    plot_h: i32,
+    group_w: i32,
+    bar_w: i32,
+    legend_w: i32,
+    ticks: Vec<f64>,
+}
+
+impl SpeedupBars<'_> {
+    fn y(&self, v: f64) -> i32 {
+        let (lo, hi) = (self.ticks[0], *self.ticks.last().unwrap_or(&1.0));
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+        self.top + self.plot_h - (t.clamp(0.0, 1.0) * self.plot_h as f64).round() as i32
+    }
+}
+
+impl Figure for SpeedupBars<'_> {
+    fn size(&self) -> (u32, u32) {
+        let w = self.left + self.group_w * (self.s.workloads.len() as i32 + 1) + self.legend_w + 20;
+        ((w.max(text_w(&self.title, 20.0) + 40)) as u32, (self.top + self.plot_h + 90) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
+        a.fill(&WHITE).map_err(de)?;
+        let (w, _) = a.dim_in_pixel();
+        a.draw_text(&self.title, &ts(20.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 10)).map_err(de)?;
+        let cats: Vec<&str> =
+            self.s.workloads.iter().map(String::as_str).chain(std::iter::once("geomean")).collect();
+        let right = self.left + self.group_w * cats.len() as i32;
+        for &t in &self.ticks {
+            let y = self.y(t);
+            a.draw(&PathElement::new(vec![(self.left, y), (right, y)], GRID)).map_err(de)?;
+            a.draw_text(&format!("{t:.2}x"), &ts(13.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y))
+                .map_err(de)?;
+        }
+        a.draw_text(
+            "speed-up vs first-touch (simulated)",
+            &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
+            (8, self.top - 12),
+        )
+        .map_err(de)?;
+        let np = self.s.policies.len() as i32;
+        let inner = np * self.bar_w;
+        for (j, cat) in cats.iter().enumerate() {
+            let gx = self.left + j as i32 * self.group_w + (self.group_w - inner) / 2;
+            for (i, p) in self.s.policies.iter().enumerate() {
+                let (v, sd) = if j < self.s.workloads.len() {
+                    match self.s.cells[j][i] {
+                        Some(c) => (c.mean, c.sd),
+                        None => continue,
+                    }
+                } else {
+                    match self.s.policy(p).and_then(|x| x.geomean_speedup) {
+                        Some(g) => (g, 0.0),
+                        None => continue,
+                    }
+                };
+                let x = gx + i as i32 * self.bar_w;
+                let (y0, y1) = (self.y(v).min(self.y(1.0)), self.y(v).max(self.y(1.0)));
+                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1.max(y0 + 1))], PALETTE[i % 10].filled()))
+                    .map_err(de)?;
+                if sd > 0.0 {
+                    let cx = x + self.bar_w / 2;
+                    a.draw(&PathElement::new(vec![(cx, self.y(v - sd)), (cx, self.y(v + sd))], BLACK)).map_err(de)?;
+                }
+            }
+            let cx = self.left + j as i32 * self.group_w + self.group_w / 2;
+            let style = if j < self.s.workloads.len() { BLACK } else { GREY };
+            a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, self.top + self.plot_h + 8)).map_err(de)?;
+        }
+        let one = self.y(1.0);
+        a.draw(&PathElement::new(vec![(self.left, one), (right, one)], BLACK.stroke_width(1))).map_err(de)?;
+        a.draw(&PathElement::new(vec![(self.left, self.top), (self.left, self.top + self.plot_h)], BLACK))
+            .map_err(de)?;
+        let lx = right + 20;
+        for (i, p) in self.s.policies.iter().enumerate() {
+            let y = self.top + 10 + i as i32 * 22;
+            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % 10].filled())).map_err(de)?;
+            a.draw_text(p, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, y)).map_err(de)?;
+        }
+        let note = if self.s.seeds > 1 { "bars: mean over seeds; whiskers: ± sd" } else { "one seed" };
+        a.draw_text(note, &ts(12.0, &GREY, HPos::Left, VPos::Top), (self.left, self.top + self.plot_h + 40))
+            .map_err(de)?;
+        Ok(())
+    }
+}
+
+/// Grouped speed-up bars, one group per workload plus the geometric mean.
+pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Result<(String, String)> {
+    let vals = s.cells.iter().flatten().flatten().flat_map(|c| [c.mean - c.sd, c.mean + c.sd]);
+    let (lo, hi) = vals.fold((1.0f64, 1.0f64), |(l, h), v| if v.is_finite() { (l.min(v), h.max(v)) } else { (l, h) });
+    let ticks = nice_ticks(lo.min(0.8).max(0.0), hi.max(1.2), 6);
+    let np = s.policies.len() as i32;
+    let bar_w = if np > 6 { 12 } else { 18 };
+    let cat_w = s.workloads.iter().map(|w| text_w(w, 13.0)).max().unwrap_or(40);
+    let group_w = (np * bar_w + 14).max(cat_w + 10);
+    let legend_w = s.policies.iter().map(|p| text_w(p, 13.0)).max().unwrap_or(40) + 50;
+    let fig = SpeedupBars {
+        title: format!("Speed-up vs first-touch on {machine} (simulated)"),
+        s,
+        left: 70,
+        top: 70,
+        plot_h: 340,
+        group_w,
+        bar_w,
+        legend_w,
+        ticks,
+    };
+    write(&fig, dir, stem)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access map
+
+const FOOT2: &str = "bottom row: share served by each memory controller (simulated)";
+
+struct AccessMapFig<'a> {
+    title: String,
+    m: &'a AccessMapRec,
+    left: i32,
+    top: i32,
+    cw: i32,
+    ch: i32,
+}
+
+impl Figure for AccessMapFig<'_> {
+    fn size(&self) -> (u32, u32) {
+        let n = self.m.nodes.len() as i32;
+        let w = (self.left + n * self.cw + 40).max(text_w(FOOT2, 12.0) + 30).max(text_w(&self.title, 18.0) + 30);
+        (w as u32, (self.top + (n + 1) * self.ch + 12 + 70) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
+        a.fill(&WHITE).map_err(de)?;
+        let (w, _) = a.dim_in_pixel();
+        a.draw_text(&self.title, &ts(18.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 8)).map_err(de)?;
+        let n = self.m.nodes.len() as i32;
+        let grid_w = n * self.cw;
+        a.draw_text("node of the memory", &ts(13.0, &GREY, HPos::Center, VPos::Top), (self.left + grid_w / 2, 36))
+            .map_err(de)?;
+        let hi = self.m.shares.iter().flatten().copied().fold(0.0f64, f64::max).max(1e-12);
+        for (c, id) in self.m.nodes.iter().enumerate() {
+            let x = self.left + c as i32 * self.cw + self.cw / 2;
+            a.draw_text(&id.to_string(), &ts(14.0, &BLACK, HPos::Center, VPos::Bottom), (x, self.top - 6)).map_err(de)?;
+        }
+        let cell = |a: &Area<DB>, x: i32, y: i32, v: f64, scale: f64| -> Result<()> {
+            let t = v / scale;
+            let fill = if v > 0.0 { viridis(t) } else { RGBColor(245, 245, 245) };
+            let ink = if v > 0.0 && t < 0.6 { WHITE } else { BLACK };
+            a.draw(&Rectangle::new([(x, y), (x + self.cw, y + self.ch)], fill.filled())).map_err(de)?;
+            a.draw(&Rectangle::new([(x, y), (x + self.cw, y + self.ch)], WHITE.stroke_width(2))).map_err(de)?;
+            let txt = if v <= 0.0 { "0".to_string() } else if v < 0.001 { "<0.1".into() } else { format!("{:.1}", 100.0 * v) };
+            a.draw_text(&txt, &ts(if self.cw < 50 { 11.0 } else { 13.0 }, &ink, HPos::Center, VPos::Center), (x + self.cw / 2, y + self.ch / 2))
+                .map_err(de)?;
+            Ok(())
+        };
+        for (r, row) in self.m.shares.iter().enumerate() {
+            let y = self.top + r as i32 * self.ch;
+            a.draw_text(&self.m.nodes[r].to_string(), &ts(14.0, &BLACK, HPos::Right, VPos::Center), (self.left - 8, y + self.ch / 2))
+                .map_err(de)?;
+            for (c, &v) in row.iter().enumerate() {
+                cell(a, self.left + c as i32 * self.cw, y, v, hi)?;
+            }
+            // Diagonal (local) outline.
+            let x = self.left + r as i32 * self.cw;
+            a.draw(&Rectangle::new([(x + 2, y + 2), (x + self.cw - 2, y + self.ch - 2)], RGBColor(220, 50, 50).stroke_width(2)))
+                .map_err(de)?;
+        }
+        a.draw_text("CPU node", &ts(13.0, &GREY, HPos::Right, VPos::Bottom), (self.left - 8, self.top - 6)).map_err(de)?;
+        // Controller row, separated by a gap.
+        let yc = self.top + n * self.ch + 12;
+        let ctrl_hi = self.m.controller_share.iter().copied().fold(0.0f64, f64::max).max(1e-12);
+        for (c, &v) in self.m.controller_share.iter().enumerate() {
+            cell(a, self.left + c as i32 * self.cw, yc, v, ctrl_hi)?;
+        }
+        a.draw_text("controller", &ts(13.0, &BLACK, HPos::Right, VPos::Center), (self.left - 8, yc + self.ch / 2))
+            .map_err(de)?;
+        let foot = format!(
+            "% of all accesses; local (red outline) {:.1}%, remote {:.1}%",
+            100.0 * self.m.local,
+            100.0 * self.m.remote
+        );
+        a.draw_text(&foot, &ts(12.0, &GREY, HPos::Left, VPos::Top), (10, yc + self.ch + 14)).map_err(de)?;
+        a.draw_text(FOOT2, &ts(12.0, &GREY, HPos::Left, VPos::Top), (10, yc + self.ch + 32)).map_err(de)?;
+        Ok(())
+    }
+}
+
+/// The node x node access map of one run.
+pub fn access_map(title: &str, m: &AccessMapRec, dir: &Path, stem: &str) -> Result<(String, String)> {
+    let n = m.nodes.len().max(1) as i32;
+    let cw = if n > 8 { 44 } else { 58 };
+    let fig = AccessMapFig { title: title.to_string(), m, left: 100, top: 80, cw, ch: 34 };
+    write(&fig, dir, stem)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Utilisation bars (controllers and links)
+
+struct UtilFig {
+    title: String,
+    rows: Vec<(String, f64, f64)>,
+    label_w: i32,
+    bar_len: i32,
+    row_h: i32,
+    top: i32,
+}
+
+impl Figure for UtilFig {
+    fn size(&self) -> (u32, u32) {
+        let w = self.label_w + self.bar_len + 90;
+        ((w.max(text_w(&self.title, 18.0) + 30)) as u32, (self.top + self.rows.len() as i32 * self.row_h + 60) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
+        a.fill(&WHITE).map_err(de)?;
+        let (w, _) = a.dim_in_pixel();
+        a.draw_text(&self.title, &ts(18.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 8)).map_err(de)?;
+        let x0 = self.label_w;
+        let bottom = self.top + self.rows.len() as i32 * self.row_h;
+        for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+            let x = x0 + (t * self.bar_len as f64) as i32;
+            a.draw(&PathElement::new(vec![(x, self.top - 4), (x, bottom)], GRID)).map_err(de)?;
+            a.draw_text(&format!("{:.0}%", t * 100.0), &ts(12.0, &BLACK, HPos::Center, VPos::Top), (x, bottom + 4))
+                .map_err(de)?;
+        }
+        for (i, (label, mean, max)) in self.rows.iter().enumerate() {
+            let y = self.top + i as i32 * self.row_h;
+            a.draw_text(label, &ts(12.0, &BLACK, HPos::Right, VPos::Center), (x0 - 8, y + self.row_h / 2)).map_err(de)?;
+            let len = |v: f64| (v.clamp(0.0, 1.0) * self.bar_len as f64).round() as i32;
+            let c = if label.starts_with("controller") { PALETTE[0] } else { PALETTE[1] };
+            a.draw(&Rectangle::new([(x0, y + 3), (x0 + len(*mean).max(1), y + self.row_h - 3)], c.filled())).map_err(de)?;
+            let xm = x0 + len(*max);
+            a.draw(&PathElement::new(vec![(xm, y + 1), (xm, y + self.row_h - 1)], BLACK.stroke_width(2))).map_err(de)?;
+            a.draw_text(
+                &format!("{:.0}% (peak {:.0}%)", 100.0 * mean, 100.0 * max),
+                &ts(11.0, &GREY, HPos::Left, VPos::Center),
+                (x0 + self.bar_len + 6, y + self.row_h / 2),
+            )
+            .map_err(de)?;
+        }
+        a.draw_text(
+            "bar: mean utilisation over the run; black tick: peak (simulated)",
+            &ts(12.0, &GREY, HPos::Left, VPos::Top),
+            (10, bottom + 24),
+        )
+        .map_err(de)?;
+        Ok(())
+    }
+}
+
+/// Mean and peak utilisation of every controller and directed link of one run.
+pub fn utilisation(title: &str, ctrls: &[ControllerRec], links: &[LinkRec], dir: &Path, stem: &str) -> Result<(String, String)> {
+    let mut rows: Vec<(String, f64, f64)> =
+        ctrls.iter().map(|c| (format!("controller {}", c.node), c.mean, c.max)).collect();
+    rows.extend(links.iter().map(|l| (format!("{} -> {}", l.from, l.to), l.mean, l.max)));
+    if rows.is_empty() {
+        anyhow::bail!("no controller or link utilisation in this run");
+    }
+    let label_w = rows.iter().map(|r| text_w(&r.0, 12.0)).max().unwrap_or(60) + 20;
+    let row_h = if rows.len() > 40 { 14 } else { 20 };
+    let fig = UtilFig { title: title.to_string(), rows, label_w, bar_len: 360, row_h, top: 44 };
+    write(&fig, dir, stem)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages per cycle
+
+struct LinesFig<'a> {
+    title: String,
+    series: &'a [(String, Vec<u64>)],
+    left: i32,
+    top: i32,
+    plot_w: i32,
+    plot_h: i32,
+    yticks: Vec<f64>,
+    max_x: usize,
+}
+
+impl Figure for LinesFig<'_> {
+    fn size(&self) -> (u32, u32) {
+        let legend = self.series.iter().map(|s| text_w(&s.0, 13.0)).max().unwrap_or(40) + 60;
+        ((self.left + self.plot_w + legend) as u32, (self.top + self.plot_h + 70) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
+        a.fill(&WHITE).map_err(de)?;
+        let (w, _) = a.dim_in_pixel();
+        a.draw_text(&self.title, &ts(18.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 8)).map_err(de)?;
+        let hi = *self.yticks.last().unwrap_or(&1.0);
+        let span = self.max_x.saturating_sub(1).max(1) as f64;
+        let px = |i: usize| self.left + ((i.max(1) - 1) as f64 / span * self.plot_w as f64) as i32;
+        let py = |v: f64| self.top + self.plot_h - (v / hi.max(1e-9) * self.plot_h as f64) as i32;
+        for &t in &self.yticks {
+            let y = py(t);
+            a.draw(&PathElement::new(vec![(self.left, y), (self.left + self.plot_w, y)], GRID)).map_err(de)?;
+            a.draw_text(&fmt_tick(t), &ts(12.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y)).map_err(de)?;
+        }
+        for t in nice_ticks(1.0, self.max_x.max(1) as f64, 8) {
+            let i = t as usize;
+            if i > self.max_x {
+                continue;
+            }
+            a.draw_text(&i.to_string(), &ts(12.0, &BLACK, HPos::Center, VPos::Top), (px(i), self.top + self.plot_h + 4))
+                .map_err(de)?;
+        }
+        a.draw_text("policy cycle", &ts(13.0, &GREY, HPos::Center, VPos::Top), (self.left + self.plot_w / 2, self.top + self.plot_h + 22))
+            .map_err(de)?;
+        a.draw_text("pages the policy asked to move per cycle", &ts(13.0, &GREY, HPos::Left, VPos::Bottom), (8, self.top - 16))
+            .map_err(de)?;
+        for (k, (name, v)) in self.series.iter().enumerate() {
+            let c = PALETTE[k % 10];
+            let pts: Vec<(i32, i32)> = v.iter().enumerate().map(|(i, &y)| (px(i + 1), py(y as f64))).collect();
+            a.draw(&PathElement::new(pts.clone(), c.stroke_width(2))).map_err(de)?;
+            if pts.len() < 60 {
+                for p in pts {
+                    a.draw(&Circle::new(p, 3, c.filled())).map_err(de)?;
+                }
+            }
+            let ly = self.top + 10 + k as i32 * 22;
+            let lx = self.left + self.plot_w + 20;
+            a.draw(&Rectangle::new([(lx, ly - 6), (lx + 14, ly + 6)], c.filled())).map_err(de)?;
+            a.draw_text(name, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, ly)).map_err(de)?;
+        }
+        a.draw(&PathElement::new(vec![(self.left, self.top), (self.left, self.top + self.plot_h), (self.left + self.plot_w, self.top + self.plot_h)], BLACK))
+            .map_err(de)?;
+        Ok(())
+    }
+}
+
+/// Pages planned per cycle, one line per policy.
+pub fn pages_per_cycle(title: &str, series: &[(String, Vec<u64>)], dir: &Path, stem: &str) -> Result<(String, String)> {
+    let max_x = series.iter().map(|s| s.1.len()).max().unwrap_or(1);
+    let hi = series.iter().flat_map(|s| s.1.iter().copied()).max().unwrap_or(1).max(1) as f64;
+    let fig = LinesFig {
+        title: title.to_string(),
+        series,
+        left: 80,
+        top: 60,
+        plot_w: 560,
+        plot_h: 280,
+        yticks: nice_ticks(0.0, hi, 5),
+        max_x,
+    };
+    write(&fig, dir, stem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_cover_the_range_with_round_steps() {
+        let t = nice_ticks(0.0, 37.0, 6);
+        assert_eq!(t.first(), Some(&0.0));
+        assert!(*t.last().unwrap() >= 37.0);
+        let step = t[1] - t[0];
+        assert!([1.0, 2.0, 5.0, 10.0].contains(&step), "{t:?}");
+    }
+
+    #[test]
+    fn viridis_ends() {
+        assert_eq!(viridis(0.0), RGBColor(68, 1, 84));
+        assert_eq!(viridis(1.0), RGBColor(253, 231, 37));
+    }
+}
