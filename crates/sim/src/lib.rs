@@ -81,6 +81,7 @@ mod engine;
 mod hintfault;
 mod run;
 mod sampler;
+mod static_groups;
 
 pub use error::SimError;
 pub use layout::Layout;

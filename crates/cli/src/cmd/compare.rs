@@ -1,10 +1,289 @@
-//! `ptb compare` (being built).
+//! `ptb compare`: every policy on a suite of workloads, side by side, against first-touch and
+//! the oracle (best static placement found by search). Every figure is simulated.
+//!
+//! Jobs are (workload, seed) pairs run on `--jobs` threads; each job runs first-touch, every
+//! policy and the oracle on its own [`Simulation`]. Results land in fixed slots, so the output
+//! does not depend on which thread finished first.
 
-use anyhow::{bail, Result};
+use crate::common::{parse_policies, ParamArgs};
+use crate::report::{self, model::RunRecord, Document, Summary};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use ptb_policy::{Params, Plan, Policy, PolicyKind, PolicySpec, SamplingRequest, Snapshot, StartContext, StartPlan};
+use ptb_sim::{SimOptions, Simulation, Workload};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The machine used when `--machine` is not given.
+pub const DEFAULT_MACHINE: &str = "opteron6272-8n";
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Machine: a preset (`ptb machines`), `synthetic:SPEC`, or a machine file.
+    #[arg(long, default_value = DEFAULT_MACHINE)]
+    machine: String,
+    /// Workload suite: `default` (every built-in workload, `ptb workloads`), `quick` (six
+    /// representative ones), or a file listing workload names or TOML paths, one per line.
+    #[arg(long, default_value = "default")]
+    suite: String,
+    /// Workloads instead of a suite: built-in names or TOML files, comma-separated (`a+b` runs
+    /// a and b together).
+    #[arg(long, value_name = "W,...")]
+    workload: Option<String>,
+    /// Policies, comma-separated (default: every registered policy); first-touch always runs.
+    #[arg(long, value_name = "P,...")]
+    policy: Option<String>,
+    /// Seeds 1..=N; several seeds give mean and spread.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Worker threads (default: the CPUs available).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Skip the oracle column.
+    #[arg(long)]
+    no_oracle: bool,
+    /// Multiply every phase's work (shorter or longer runs).
+    #[arg(long, default_value_t = 1.0)]
+    duration_scale: f64,
+    /// Threads per application (default: each workload's own, usually one per CPU).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Print the JSON document (the `ptb simulate` schema plus oracle entries and a summary).
+    #[arg(long)]
+    json: bool,
+    /// Write a report (HTML, Markdown, PNG and SVG plots) into this directory.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> Result<()> {
-    bail!("`ptb compare` is not available in this build yet")
+/// Six workloads spanning compute-bound to memory-bound and private to all-shared.
+pub const QUICK: &[&str] = &["canneal", "streamcluster", "cg", "ft", "kmeans", "ep"];
+
+/// The workload mixes of a suite argument.
+fn suite(arg: &str) -> Result<Vec<String>> {
+    match arg {
+        "default" => Ok(ptb_sim::suite::names().into_iter().map(String::from).collect()),
+        "quick" => Ok(QUICK.iter().map(|s| s.to_string()).collect()),
+        path => {
+            let p = Path::new(path);
+            if !p.exists() {
+                bail!("--suite `{path}`: not `default`, `quick` or an existing file");
+            }
+            if p.extension().is_some_and(|e| e == "toml") {
+                return Ok(vec![path.to_string()]);
+            }
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading suite file {path}"))?;
+            let v: Vec<String> = text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect();
+            if v.is_empty() {
+                bail!("suite file {path}: no workloads (one name or TOML path per line)");
+            }
+            Ok(v)
+        }
+    }
+}
+
+/// Wraps a policy to record how many pages it asks to move in each cycle.
+struct Recorder {
+    inner: Box<dyn Policy>,
+    pages: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Policy for Recorder {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn start(&mut self, ctx: &StartContext) -> StartPlan {
+        self.inner.start(ctx)
+    }
+    fn sampling(&self) -> SamplingRequest {
+        self.inner.sampling()
+    }
+    fn decide(&mut self, snap: &Snapshot) -> Plan {
+        let plan = self.inner.decide(snap);
+        let n = plan.pages.len() as u64 + plan.ranges.iter().map(|r| r.npages).sum::<u64>();
+        if let Ok(mut v) = self.pages.lock() {
+            v.push(n);
+        }
+        plan
+    }
+}
+
+/// One (workload, seed) job.
+struct Job {
+    mix: String,
+    workloads: Vec<Workload>,
+    seed: u64,
+}
+
+fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
+    let opts =
+        SimOptions { seed: job.seed, threads: a.threads, duration_scale: a.duration_scale, ..SimOptions::default() };
+    let sim = Simulation::new(a.machine.clone(), job.workloads.clone(), opts)
+        .with_context(|| format!("setting up workload `{}`", job.mix))?;
+    let mut out = Vec::new();
+    let ft = sim.first_touch().with_context(|| format!("simulating `{}` under first-touch", job.mix))?;
+    out.push(RunRecord::from_serialize(&ft)?);
+    bar.inc(1);
+    for spec in &a.policies {
+        if *spec == PolicySpec::plain(PolicyKind::FirstTouch) {
+            continue;
+        }
+        bar.set_message(format!("{} / {spec}", job.mix));
+        let pages = Arc::new(Mutex::new(Vec::new()));
+        let inner = ptb_policy::build(*spec, &a.params).with_context(|| format!("building policy `{spec}`"))?;
+        let mut r = sim
+            .run_with(Box::new(Recorder { inner, pages: pages.clone() }))
+            .with_context(|| format!("simulating `{}` under `{spec}`", job.mix))?;
+        r.policy = spec.to_string();
+        let mut rec = RunRecord::from_serialize(&r)?;
+        rec.pages_planned_per_cycle = pages.lock().map(|v| v.clone()).unwrap_or_default();
+        out.push(rec);
+        bar.inc(1);
+    }
+    if a.oracle {
+        bar.set_message(format!("{} / oracle", job.mix));
+        let o = ptb_oracle::search(&sim, &ptb_oracle::OracleOptions::default())
+            .with_context(|| format!("oracle search for `{}`", job.mix))?;
+        let mut rec = RunRecord::from_serialize(&o.best)?;
+        rec.extra.insert("oracle_winner".into(), Value::String(o.winner.clone()));
+        rec.extra.insert("oracle_candidates".into(), serde_json::to_value(&o.candidates)?);
+        rec.extra.insert("note".into(), Value::String("bound found by search, not a proof".into()));
+        out.push(rec);
+        bar.inc(1);
+    }
+    Ok(out)
+}
+
+/// What every job shares.
+struct Setup {
+    machine: ptb_topology::Machine,
+    policies: Vec<PolicySpec>,
+    params: Params,
+    threads: Option<usize>,
+    duration_scale: f64,
+    oracle: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let machine =
+        ptb_topology::resolve(&args.machine).with_context(|| format!("loading machine `{}`", args.machine))?;
+    let params = args.params.params()?;
+    let mut policies = match &args.policy {
+        Some(p) => parse_policies(p)?,
+        None => PolicyKind::ALL.iter().map(|k| PolicySpec::plain(*k)).collect(),
+    };
+    let ft = PolicySpec::plain(PolicyKind::FirstTouch);
+    policies.retain(|p| *p != ft);
+    policies.insert(0, ft);
+    let mut seen = Vec::new();
+    policies.retain(|p| {
+        let new = !seen.contains(p);
+        seen.push(*p);
+        new
+    });
+    if args.seeds == 0 || args.seeds > 1000 {
+        bail!("--seeds must be 1..=1000");
+    }
+    let mixes: Vec<String> = match &args.workload {
+        Some(w) => w.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        None => suite(&args.suite)?,
+    };
+    if mixes.is_empty() {
+        bail!("no workloads to compare (see `ptb workloads`)");
+    }
+    let mut jobs = Vec::new();
+    for mix in &mixes {
+        let workloads = ptb_sim::resolve_mix(mix).with_context(|| format!("workload `{mix}`"))?;
+        for seed in 1..=args.seeds {
+            jobs.push(Job { mix: mix.clone(), workloads: workloads.clone(), seed });
+        }
+    }
+    let setup = Setup {
+        machine: machine.clone(),
+        policies: policies.clone(),
+        params,
+        threads: args.threads,
+        duration_scale: args.duration_scale,
+        oracle: !args.no_oracle,
+    };
+    let per_job = policies.len() as u64 + u64::from(setup.oracle);
+    let bar = ProgressBar::new(jobs.len() as u64 * per_job);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let workers = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    let slots: Vec<Mutex<Option<Result<Vec<RunRecord>>>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs.len() {
+                    break;
+                }
+                let r = run_job(&jobs[i], &setup, &bar);
+                let failed = r.is_err();
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+                if failed {
+                    // Stop handing out work; the error is reported below.
+                    next.store(jobs.len(), Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut results = Vec::new();
+    for slot in slots {
+        match slot.into_inner().ok().flatten() {
+            Some(Ok(v)) => results.extend(v),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
+    let mut doc =
+        Document { simulated: true, machine: machine.name.clone(), results, summary: None, extra: Default::default() };
+    let summary = Summary::of(&doc);
+    doc.summary = Some(summary.clone());
+    doc.extra.insert("seeds".into(), json!((1..=args.seeds).collect::<Vec<u64>>()));
+    doc.extra.insert("workloads".into(), json!(mixes));
+    doc.extra.insert("policies".into(), json!(policies.iter().map(|p| p.to_string()).collect::<Vec<_>>()));
+    if setup.oracle {
+        doc.extra.insert("oracle_note".into(), json!(report::model::ORACLE_NOTE));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "Speed-up vs first-touch, SIMULATED on `{}` ({} workload(s), {} seed(s)):",
+            machine.name,
+            mixes.len(),
+            args.seeds
+        );
+        println!("{}", report::table::terminal(&summary));
+        for n in &summary.notes {
+            println!("  {n}");
+        }
+        println!("  decision ms/cycle is the measured wall time of the policy code, reported beside the simulated run");
+    }
+    if let Some(dir) = &args.report {
+        let page = report::render(&doc, dir)?;
+        std::fs::write(dir.join("compare.json"), serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", dir.join("compare.json").display()))?;
+        eprintln!("report written: {} (data: {})", page.display(), dir.join("compare.json").display());
+    }
+    Ok(())
 }

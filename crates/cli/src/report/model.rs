@@ -10,7 +10,8 @@ use std::path::Path;
 /// Name of the oracle's column and entries.
 pub const ORACLE: &str = "oracle";
 /// How the oracle is labelled wherever it appears.
-pub const ORACLE_NOTE: &str = "oracle = best static placement found by search with full knowledge (a bound found by search, not a proof)";
+pub const ORACLE_NOTE: &str =
+    "oracle = best static placement found by search with full knowledge (a bound found by search, not a proof)";
 
 /// The node x node access map of a run (row: node of the accessing CPU, column: node of the
 /// memory; shares of all accesses).
@@ -129,8 +130,9 @@ impl Document {
 
     /// Parse from JSON text; `origin` names the source in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Document> {
-        let v: Value = serde_json::from_str(text)
-            .with_context(|| format!("{origin}: not JSON (expected the output of `ptb simulate --json` or `ptb compare --json`)"))?;
+        let v: Value = serde_json::from_str(text).with_context(|| {
+            format!("{origin}: not JSON (expected the output of `ptb simulate --json` or `ptb compare --json`)")
+        })?;
         if !v.is_object() {
             bail!("{origin}: expected a JSON object with a `results` list");
         }

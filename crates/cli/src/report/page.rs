@@ -7,9 +7,9 @@
 
 use crate::report::model::{Document, RunRecord, ORACLE_NOTE};
 use crate::report::plots;
+use crate::report::slug;
 use crate::report::stats::Summary;
 use crate::report::table::{self, esc};
-use crate::report::slug;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -78,7 +78,13 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
                 let t = format!("{w} under {}: controller and link utilisation", r.policy);
                 plot(
                     t.clone(),
-                    plots::utilisation(&t, &r.controller_utilisation, &r.link_utilisation, dir, &format!("util-{stem}")),
+                    plots::utilisation(
+                        &t,
+                        &r.controller_utilisation,
+                        &r.link_utilisation,
+                        dir,
+                        &format!("util-{stem}"),
+                    ),
                     &mut warnings,
                 )
             });

@@ -149,8 +149,7 @@ impl Figure for SpeedupBars<'_> {
         a.fill(&WHITE).map_err(de)?;
         let (w, _) = a.dim_in_pixel();
         a.draw_text(&self.title, &ts(20.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 10)).map_err(de)?;
-        let cats: Vec<&str> =
-            self.s.workloads.iter().map(String::as_str).chain(std::iter::once("geomean")).collect();
+        let cats: Vec<&str> = self.s.workloads.iter().map(String::as_str).chain(std::iter::once("geomean")).collect();
         let right = self.left + self.group_w * cats.len() as i32;
         for &t in &self.ticks {
             let y = self.y(t);
@@ -191,7 +190,8 @@ impl Figure for SpeedupBars<'_> {
             }
             let cx = self.left + j as i32 * self.group_w + self.group_w / 2;
             let style = if j < self.s.workloads.len() { BLACK } else { GREY };
-            a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, self.top + self.plot_h + 8)).map_err(de)?;
+            a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, self.top + self.plot_h + 8))
+                .map_err(de)?;
         }
         let one = self.y(1.0);
         a.draw(&PathElement::new(vec![(self.left, one), (right, one)], BLACK.stroke_width(1))).map_err(de)?;
@@ -214,7 +214,7 @@ impl Figure for SpeedupBars<'_> {
 pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Result<(String, String)> {
     let vals = s.cells.iter().flatten().flatten().flat_map(|c| [c.mean - c.sd, c.mean + c.sd]);
     let (lo, hi) = vals.fold((1.0f64, 1.0f64), |(l, h), v| if v.is_finite() { (l.min(v), h.max(v)) } else { (l, h) });
-    let ticks = nice_ticks(lo.min(0.8).max(0.0), hi.max(1.2), 6);
+    let ticks = nice_ticks(lo.clamp(0.0, 0.8), hi.max(1.2), 6);
     let np = s.policies.len() as i32;
     let bar_w = if np > 6 { 12 } else { 18 };
     let cat_w = s.workloads.iter().map(|w| text_w(w, 13.0)).max().unwrap_or(40);
@@ -266,7 +266,8 @@ impl Figure for AccessMapFig<'_> {
         let hi = self.m.shares.iter().flatten().copied().fold(0.0f64, f64::max).max(1e-12);
         for (c, id) in self.m.nodes.iter().enumerate() {
             let x = self.left + c as i32 * self.cw + self.cw / 2;
-            a.draw_text(&id.to_string(), &ts(14.0, &BLACK, HPos::Center, VPos::Bottom), (x, self.top - 6)).map_err(de)?;
+            a.draw_text(&id.to_string(), &ts(14.0, &BLACK, HPos::Center, VPos::Bottom), (x, self.top - 6))
+                .map_err(de)?;
         }
         let cell = |a: &Area<DB>, x: i32, y: i32, v: f64, scale: f64| -> Result<()> {
             let t = v / scale;
@@ -274,24 +275,42 @@ impl Figure for AccessMapFig<'_> {
             let ink = if v > 0.0 && t < 0.6 { WHITE } else { BLACK };
             a.draw(&Rectangle::new([(x, y), (x + self.cw, y + self.ch)], fill.filled())).map_err(de)?;
             a.draw(&Rectangle::new([(x, y), (x + self.cw, y + self.ch)], WHITE.stroke_width(2))).map_err(de)?;
-            let txt = if v <= 0.0 { "0".to_string() } else if v < 0.001 { "<0.1".into() } else { format!("{:.1}", 100.0 * v) };
-            a.draw_text(&txt, &ts(if self.cw < 50 { 11.0 } else { 13.0 }, &ink, HPos::Center, VPos::Center), (x + self.cw / 2, y + self.ch / 2))
-                .map_err(de)?;
+            let txt = if v <= 0.0 {
+                "0".to_string()
+            } else if v < 0.001 {
+                "<0.1".into()
+            } else {
+                format!("{:.1}", 100.0 * v)
+            };
+            a.draw_text(
+                &txt,
+                &ts(if self.cw < 50 { 11.0 } else { 13.0 }, &ink, HPos::Center, VPos::Center),
+                (x + self.cw / 2, y + self.ch / 2),
+            )
+            .map_err(de)?;
             Ok(())
         };
         for (r, row) in self.m.shares.iter().enumerate() {
             let y = self.top + r as i32 * self.ch;
-            a.draw_text(&self.m.nodes[r].to_string(), &ts(14.0, &BLACK, HPos::Right, VPos::Center), (self.left - 8, y + self.ch / 2))
-                .map_err(de)?;
+            a.draw_text(
+                &self.m.nodes[r].to_string(),
+                &ts(14.0, &BLACK, HPos::Right, VPos::Center),
+                (self.left - 8, y + self.ch / 2),
+            )
+            .map_err(de)?;
             for (c, &v) in row.iter().enumerate() {
                 cell(a, self.left + c as i32 * self.cw, y, v, hi)?;
             }
             // Diagonal (local) outline.
             let x = self.left + r as i32 * self.cw;
-            a.draw(&Rectangle::new([(x + 2, y + 2), (x + self.cw - 2, y + self.ch - 2)], RGBColor(220, 50, 50).stroke_width(2)))
-                .map_err(de)?;
+            a.draw(&Rectangle::new(
+                [(x + 2, y + 2), (x + self.cw - 2, y + self.ch - 2)],
+                RGBColor(220, 50, 50).stroke_width(2),
+            ))
+            .map_err(de)?;
         }
-        a.draw_text("CPU node", &ts(13.0, &GREY, HPos::Right, VPos::Bottom), (self.left - 8, self.top - 6)).map_err(de)?;
+        a.draw_text("CPU node", &ts(13.0, &GREY, HPos::Right, VPos::Bottom), (self.left - 8, self.top - 6))
+            .map_err(de)?;
         // Controller row, separated by a gap.
         let yc = self.top + n * self.ch + 12;
         let ctrl_hi = self.m.controller_share.iter().copied().fold(0.0f64, f64::max).max(1e-12);
@@ -351,12 +370,15 @@ impl Figure for UtilFig {
         }
         for (i, (label, mean, max)) in self.rows.iter().enumerate() {
             let y = self.top + i as i32 * self.row_h;
-            a.draw_text(label, &ts(12.0, &BLACK, HPos::Right, VPos::Center), (x0 - 8, y + self.row_h / 2)).map_err(de)?;
+            a.draw_text(label, &ts(12.0, &BLACK, HPos::Right, VPos::Center), (x0 - 8, y + self.row_h / 2))
+                .map_err(de)?;
             let len = |v: f64| (v.clamp(0.0, 1.0) * self.bar_len as f64).round() as i32;
             let c = if label.starts_with("controller") { PALETTE[0] } else { PALETTE[1] };
-            a.draw(&Rectangle::new([(x0, y + 3), (x0 + len(*mean).max(1), y + self.row_h - 3)], c.filled())).map_err(de)?;
+            a.draw(&Rectangle::new([(x0, y + 3), (x0 + len(*mean).max(1), y + self.row_h - 3)], c.filled()))
+                .map_err(de)?;
             let xm = x0 + len(*max);
-            a.draw(&PathElement::new(vec![(xm, y + 1), (xm, y + self.row_h - 1)], BLACK.stroke_width(2))).map_err(de)?;
+            a.draw(&PathElement::new(vec![(xm, y + 1), (xm, y + self.row_h - 1)], BLACK.stroke_width(2)))
+                .map_err(de)?;
             a.draw_text(
                 &format!("{:.0}% (peak {:.0}%)", 100.0 * mean, 100.0 * max),
                 &ts(11.0, &GREY, HPos::Left, VPos::Center),
@@ -375,7 +397,13 @@ impl Figure for UtilFig {
 }
 
 /// Mean and peak utilisation of every controller and directed link of one run.
-pub fn utilisation(title: &str, ctrls: &[ControllerRec], links: &[LinkRec], dir: &Path, stem: &str) -> Result<(String, String)> {
+pub fn utilisation(
+    title: &str,
+    ctrls: &[ControllerRec],
+    links: &[LinkRec],
+    dir: &Path,
+    stem: &str,
+) -> Result<(String, String)> {
     let mut rows: Vec<(String, f64, f64)> =
         ctrls.iter().map(|c| (format!("controller {}", c.node), c.mean, c.max)).collect();
     rows.extend(links.iter().map(|l| (format!("{} -> {}", l.from, l.to), l.mean, l.max)));
@@ -426,13 +454,25 @@ impl Figure for LinesFig<'_> {
             if i > self.max_x {
                 continue;
             }
-            a.draw_text(&i.to_string(), &ts(12.0, &BLACK, HPos::Center, VPos::Top), (px(i), self.top + self.plot_h + 4))
-                .map_err(de)?;
+            a.draw_text(
+                &i.to_string(),
+                &ts(12.0, &BLACK, HPos::Center, VPos::Top),
+                (px(i), self.top + self.plot_h + 4),
+            )
+            .map_err(de)?;
         }
-        a.draw_text("policy cycle", &ts(13.0, &GREY, HPos::Center, VPos::Top), (self.left + self.plot_w / 2, self.top + self.plot_h + 22))
-            .map_err(de)?;
-        a.draw_text("pages the policy asked to move per cycle", &ts(13.0, &GREY, HPos::Left, VPos::Bottom), (8, self.top - 16))
-            .map_err(de)?;
+        a.draw_text(
+            "policy cycle",
+            &ts(13.0, &GREY, HPos::Center, VPos::Top),
+            (self.left + self.plot_w / 2, self.top + self.plot_h + 22),
+        )
+        .map_err(de)?;
+        a.draw_text(
+            "pages the policy asked to move per cycle",
+            &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
+            (8, self.top - 16),
+        )
+        .map_err(de)?;
         for (k, (name, v)) in self.series.iter().enumerate() {
             let c = PALETTE[k % 10];
             let pts: Vec<(i32, i32)> = v.iter().enumerate().map(|(i, &y)| (px(i + 1), py(y as f64))).collect();
@@ -447,8 +487,15 @@ impl Figure for LinesFig<'_> {
             a.draw(&Rectangle::new([(lx, ly - 6), (lx + 14, ly + 6)], c.filled())).map_err(de)?;
             a.draw_text(name, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, ly)).map_err(de)?;
         }
-        a.draw(&PathElement::new(vec![(self.left, self.top), (self.left, self.top + self.plot_h), (self.left + self.plot_w, self.top + self.plot_h)], BLACK))
-            .map_err(de)?;
+        a.draw(&PathElement::new(
+            vec![
+                (self.left, self.top),
+                (self.left, self.top + self.plot_h),
+                (self.left + self.plot_w, self.top + self.plot_h),
+            ],
+            BLACK,
+        ))
+        .map_err(de)?;
         Ok(())
     }
 }

@@ -102,7 +102,8 @@ impl Summary {
                     cells.iter().enumerate().filter_map(|(wi, row)| row[pi].map(|c| (wi, c.mean))).collect();
                 let vals: Vec<f64> = col.iter().map(|c| c.1).collect();
                 let complete = col.len() == workloads.len();
-                let worst_at = col.iter().copied().filter(|c| !c.1.is_nan()).reduce(|a, b| if b.1 < a.1 { b } else { a });
+                let worst_at =
+                    col.iter().copied().filter(|c| !c.1.is_nan()).reduce(|a, b| if b.1 < a.1 { b } else { a });
                 let (mut shares, mut gaining) = (Vec::new(), Vec::new());
                 if let Some(oc) = oracle_col {
                     for (wi, s) in &col {

@@ -40,9 +40,7 @@ pub fn rows(s: &Summary) -> (Vec<String>, Vec<Vec<String>>, usize) {
     stat("worst", &|p| opt(p.worst_speedup, |v| format!("{v:.2}x")));
     if s.policies.iter().any(|p| p == crate::report::model::ORACLE) {
         stat("oracle share (geomean)", &|p| opt(p.share_of_oracle, |v| format!("{:.0}%", 100.0 * v)));
-        stat("oracle share (worst, oracle>1.1x)", &|p| {
-            opt(p.worst_share_of_oracle, |v| format!("{:.0}%", 100.0 * v))
-        });
+        stat("oracle share (worst, oracle>1.1x)", &|p| opt(p.worst_share_of_oracle, |v| format!("{:.0}%", 100.0 * v)));
     }
     stat("pages migrated", &|p| format!("{:.0}", p.pages_migrated));
     stat("threads migrated", &|p| format!("{:.0}", p.threads_migrated));

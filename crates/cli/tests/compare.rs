@@ -1,0 +1,94 @@
+//! `ptb compare` and `ptb report` end to end on a tiny machine and a saved fixture.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn ptb() -> Command {
+    Command::cargo_bin("ptb").unwrap()
+}
+
+const TINY: [&str; 10] = [
+    "compare",
+    "--machine",
+    "synthetic:nodes=2,cpus=2",
+    "--workload",
+    "canneal",
+    "--policy",
+    "first-touch,interleave",
+    "--seeds",
+    "1",
+    "--duration-scale=0.25",
+];
+
+#[test]
+fn compare_prints_a_simulated_table_with_the_oracle() {
+    let out = ptb().args(TINY).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("SIMULATED"), "{text}");
+    for want in
+        ["canneal", "first-touch", "interleave", "oracle", "geometric mean", "worst", "oracle share", "not a proof"]
+    {
+        assert!(text.contains(want), "missing {want}: {text}");
+    }
+}
+
+#[test]
+fn compare_json_has_results_oracle_and_summary_and_the_oracle_wins() {
+    let out = ptb().args(TINY).arg("--json").assert().success().get_output().stdout.clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["simulated"], true);
+    let results = v["results"].as_array().unwrap();
+    let rt = |p: &str| results.iter().find(|r| r["policy"] == p).unwrap()["runtime_s"].as_f64().unwrap();
+    assert!(rt("oracle") <= rt("first-touch"));
+    assert!(rt("oracle") <= rt("interleave") * (1.0 + 1e-6));
+    let per = v["summary"]["per_policy"].as_array().unwrap();
+    let il = per.iter().find(|p| p["policy"] == "interleave").unwrap();
+    let sp = results.iter().find(|r| r["policy"] == "interleave").unwrap()["speedup_vs_first_touch"].as_f64().unwrap();
+    assert!((il["geomean_speedup"].as_f64().unwrap() - sp).abs() < 1e-12);
+    for r in results {
+        assert!(r["access_map"]["shares"].is_array(), "{r}");
+    }
+}
+
+#[test]
+fn compare_report_and_report_from_saved_json_write_pages_and_plots() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("rep");
+    ptb().args(TINY).arg("--report").arg(&dir).assert().success();
+    for f in ["index.html", "report.md", "speedup.png", "speedup.svg", "compare.json", "access-canneal-oracle.png"] {
+        assert!(dir.join(f).exists(), "missing {f}");
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("simulated"));
+    let again = d.path().join("again");
+    ptb().arg("report").arg(dir.join("compare.json")).arg("--out").arg(&again).assert().success();
+    assert!(again.join("index.html").exists());
+}
+
+#[test]
+fn report_renders_the_fixture() {
+    let d = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/compare-small.json");
+    let out = ptb().args(["report", fixture, "--out"]).arg(d.path()).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("canneal") && text.contains("1.60x ±0.03"), "{text}");
+    for f in ["index.html", "report.md", "speedup.png", "pages-canneal.png", "util-streamcluster-ptb.svg"] {
+        assert!(d.path().join(f).exists(), "missing {f}");
+    }
+    let md = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+    assert!(md.contains("| canneal |"), "{md}");
+}
+
+#[test]
+fn bad_inputs_are_refused_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, "{\"nothing\": 1}").unwrap();
+    let e = ptb().arg("report").arg(&bad).assert().failure().get_output().stderr.clone();
+    assert!(String::from_utf8(e).unwrap().contains("no `results`"));
+    let e = ptb().args(["compare", "--suite", "/no/such/suite"]).assert().failure().get_output().stderr.clone();
+    assert!(String::from_utf8(e).unwrap().contains("--suite"));
+    let e = ptb().args(["compare", "--machine", "synthetic:nodes=2,cpus=2", "--workload", "nope"]).assert().failure();
+    let e = String::from_utf8(e.get_output().stderr.clone()).unwrap();
+    assert!(e.contains("nope"), "{e}");
+}

@@ -1,0 +1,53 @@
+//! The oracle on a small simulated case: it is never slower than any static baseline it tried,
+//! nor than first-touch and interleave run as policies.
+
+use ptb_policy::{Params, PolicyKind, PolicySpec};
+use ptb_sim::{SimOptions, Simulation};
+
+fn sim(workload: &str) -> Simulation {
+    let m = ptb_topology::resolve("synthetic:nodes=2,cpus=2").unwrap();
+    let w = ptb_sim::resolve_mix(workload).unwrap();
+    Simulation::new(m, w, SimOptions { duration_scale: 0.25, ..SimOptions::default() }).unwrap()
+}
+
+#[test]
+fn oracle_beats_every_static_baseline_it_tried() {
+    for w in ["canneal", "cg"] {
+        let s = sim(w);
+        let o = ptb_oracle::search(&s, &ptb_oracle::OracleOptions::default()).unwrap();
+        assert_eq!(o.best.policy, "oracle");
+        let tried: Vec<_> = o.candidates.iter().filter(|c| c.failed.is_none()).collect();
+        assert!(tried.len() >= 4, "{w}: {:?}", o.candidates);
+        for c in tried {
+            assert!(o.best.runtime_s <= c.runtime_s, "{w}: {} beat the oracle", c.label);
+        }
+        let ft = s.first_touch().unwrap();
+        assert!(o.best.runtime_s <= ft.runtime_s);
+        let il = s.run_policy(PolicySpec::plain(PolicyKind::Interleave), &Params::new()).unwrap();
+        assert!(
+            o.best.runtime_s <= il.runtime_s * (1.0 + 1e-6),
+            "{w}: interleave {} < oracle {}",
+            il.runtime_s,
+            o.best.runtime_s
+        );
+        assert!(o.best.speedup_vs_first_touch.unwrap() >= 1.0);
+    }
+}
+
+#[test]
+fn demand_covers_every_access_and_coarsens_uniform_objects() {
+    let s = sim("canneal");
+    let d = ptb_oracle::demand::Demand::of(s.layout());
+    // canneal: one uniform object -> every fine group merges into one coarse group.
+    let (coarse, n) = d.coarsen();
+    assert_eq!(n, 1, "{coarse:?}");
+    // Accesses per thread = instructions x accesses per instruction.
+    let l = s.layout();
+    let ph = &l.apps[0].phases[0];
+    let reps = l.apps[0].sequence.len() as f64;
+    for th in &d.phases[0].threads {
+        let total: f64 = th.access.iter().map(|a| a.1 + a.2).sum();
+        let want = ph.work_instr * reps * ph.m;
+        assert!((total - want).abs() <= 1e-6 * want, "{total} vs {want}");
+    }
+}
