@@ -70,6 +70,13 @@ type Placement = (String, Vec<ThreadTarget>, Vec<Vec<Vec<f64>>>);
 
 /// Search for the best static placement of `sim`'s workloads.
 pub fn search(sim: &Simulation, opts: &OracleOptions) -> Result<OracleResult, SimError> {
+    search_with(sim, opts, &[])
+}
+
+/// [`search`], also considering runs already made on the same simulation (e.g. allocation-only
+/// policies such as weighted interleave). A run counts as a static placement only when it
+/// moved no page and no thread.
+pub fn search_with(sim: &Simulation, opts: &OracleOptions, runs: &[RunResult]) -> Result<OracleResult, SimError> {
     let layout = sim.layout();
     let machine = sim.machine();
     let sm = SimMachine::new(machine, &sim.options().model)?;
@@ -136,9 +143,19 @@ pub fn search(sim: &Simulation, opts: &OracleOptions) -> Result<OracleResult, Si
             Err(e) => tried.push(Candidate { label, runtime_s: f64::NAN, failed: Some(e.to_string()) }),
         }
     }
+    for r in runs.iter().filter(|r| r.pages_migrated == 0 && r.threads_migrated == 0 && r.runtime_s > 0.0) {
+        let label = format!("policy:{}", r.policy);
+        tried.push(Candidate { label: label.clone(), runtime_s: r.runtime_s, failed: None });
+        if best.as_ref().is_none_or(|b| r.runtime_s < b.0.runtime_s) {
+            best = Some((r.clone(), label));
+        }
+    }
     tried.extend(failures);
     let (mut r, winner) = best.ok_or_else(|| SimError::Placement("the oracle found no runnable placement".into()))?;
     r.policy = "oracle".into();
+    // A static placement: no policy code ran for it.
+    r.decision_ms = 0.0;
+    r.cycles = 0;
     Ok(OracleResult { best: r, winner, candidates: tried })
 }
 

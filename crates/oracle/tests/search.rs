@@ -31,6 +31,11 @@ fn oracle_beats_every_static_baseline_it_tried() {
             o.best.runtime_s
         );
         assert!(o.best.speedup_vs_first_touch.unwrap() >= 1.0);
+        // Runs handed in that moved nothing are static placements and are considered.
+        let wi = s.run_policy(PolicySpec::plain(PolicyKind::WeightedInterleave), &Params::new()).unwrap();
+        let o2 = ptb_oracle::search_with(&s, &ptb_oracle::OracleOptions::default(), &[wi.clone(), il]).unwrap();
+        assert!(o2.best.runtime_s <= wi.runtime_s && o2.best.runtime_s <= o.best.runtime_s);
+        assert!(o2.candidates.iter().any(|c| c.label == "policy:weighted-interleave"));
     }
 }
 

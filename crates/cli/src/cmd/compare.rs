@@ -129,6 +129,7 @@ fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
     let sim = Simulation::new(a.machine.clone(), job.workloads.clone(), opts)
         .with_context(|| format!("setting up workload `{}`", job.mix))?;
     let mut out = Vec::new();
+    let mut raw = Vec::new();
     let ft = sim.first_touch().with_context(|| format!("simulating `{}` under first-touch", job.mix))?;
     out.push(RunRecord::from_serialize(&ft)?);
     bar.inc(1);
@@ -144,13 +145,14 @@ fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
             .with_context(|| format!("simulating `{}` under `{spec}`", job.mix))?;
         r.policy = spec.to_string();
         let mut rec = RunRecord::from_serialize(&r)?;
+        raw.push(r);
         rec.pages_planned_per_cycle = pages.lock().map(|v| v.clone()).unwrap_or_default();
         out.push(rec);
         bar.inc(1);
     }
     if a.oracle {
         bar.set_message(format!("{} / oracle", job.mix));
-        let o = ptb_oracle::search(&sim, &ptb_oracle::OracleOptions::default())
+        let o = ptb_oracle::search_with(&sim, &ptb_oracle::OracleOptions::default(), &raw)
             .with_context(|| format!("oracle search for `{}`", job.mix))?;
         let mut rec = RunRecord::from_serialize(&o.best)?;
         rec.extra.insert("oracle_winner".into(), Value::String(o.winner.clone()));
