@@ -92,3 +92,54 @@ fn bad_inputs_are_refused_clearly() {
     let e = String::from_utf8(e.get_output().stderr.clone()).unwrap();
     assert!(e.contains("nope"), "{e}");
 }
+
+#[test]
+fn report_summarises_a_recorded_trace() {
+    use ptb_linux::trace::{TraceRecord, TraceThread, TraceWriter};
+    use ptb_profile::{Sample, SampleKind};
+    let m = ptb_topology::resolve("synthetic:nodes=2,cpus=2").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.jsonl");
+    let mut w = TraceWriter::new(std::fs::File::create(&path).unwrap());
+    let header = TraceRecord::Header {
+        version: ptb_linux::trace::TRACE_VERSION,
+        pids: vec![42],
+        page_size: 4096,
+        source: "test".into(),
+        period: 1,
+        machine: Box::new(m),
+    };
+    w.write(&header).unwrap();
+    let sample = |cpu: u32, vpn: u64, t: u64| Sample {
+        app: 42,
+        tid: 43,
+        cpu: ptb_topology::CpuId(cpu),
+        addr: vpn * 4096 + 8,
+        kind: SampleKind::PageFault,
+        time_ns: t,
+        data_src: None,
+        latency: None,
+        phys: None,
+    };
+    // Three samples from node 0 (CPU 0) to a page on node 1, one local on node 1 (CPU 2).
+    for (i, (cpu, vpn)) in [(0, 7), (0, 7), (0, 7), (2, 7)].into_iter().enumerate() {
+        w.write(&TraceRecord::Sample(sample(cpu, vpn, i as u64 * 1000))).unwrap();
+    }
+    w.write(&TraceRecord::Placement {
+        time_ns: 5000,
+        threads: vec![TraceThread { app: 42, tid: 43, cpu: 0, node: 0 }],
+        pages: vec![(42, 7, 1)],
+        regions: vec![],
+        free_bytes: vec![],
+    })
+    .unwrap();
+    w.write(&TraceRecord::End { time_ns: 6000, samples: 4, lost: 0 }).unwrap();
+    w.flush().unwrap();
+    let out_dir = d.path().join("rep");
+    let out = ptb().arg("report").arg(&path).arg("--out").arg(&out_dir).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("MEASURED") && text.contains("25.0%"), "{text}");
+    let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(html.contains("measured") && !html.contains("(simulated)"), "{html}");
+    assert!(out_dir.join("access-recorded_pids__42_-recorded.png").exists());
+}

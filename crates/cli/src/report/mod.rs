@@ -15,6 +15,7 @@ pub mod page;
 pub mod plots;
 pub mod stats;
 pub mod table;
+pub mod trace;
 
 pub use model::Document;
 pub use stats::Summary;

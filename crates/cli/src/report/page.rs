@@ -42,7 +42,8 @@ fn plot(title: String, r: Result<(String, String)>, warnings: &mut Vec<String>) 
 pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
     let mut warnings = Vec::new();
     let machine = if doc.machine.is_empty() { "(unknown machine)" } else { &doc.machine };
-    let bars = if s.workloads.is_empty() {
+    let what = if doc.simulated { "simulated" } else { "measured samples" };
+    let bars = if !has_speedups(s) {
         None
     } else {
         plot("speed-up".into(), plots::speedup_bars(s, machine, dir, "speedup"), &mut warnings)
@@ -57,22 +58,22 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
             .collect();
         let series: Vec<(String, Vec<u64>)> = runs
             .iter()
-            .filter(|r| !r.pages_planned_per_cycle.is_empty())
+            .filter(|r| r.pages_planned_per_cycle.iter().any(|&n| n > 0))
             .map(|r| (r.policy.clone(), r.pages_planned_per_cycle.clone()))
             .collect();
         let pages = if series.is_empty() {
             None
         } else {
             let stem = format!("pages-{}", slug(w));
-            let title = format!("{w}: pages the policies asked to move per cycle (simulated, seed {first_seed})");
+            let title = format!("{w}: pages asked to move per cycle (simulated, seed {first_seed})");
             plot(title.clone(), plots::pages_per_cycle(&title, &series, dir, &stem), &mut warnings)
         };
         let mut rp = Vec::new();
         for r in runs {
             let stem = format!("{}-{}", slug(w), slug(&r.policy));
             let am = r.access_map.as_ref().and_then(|m| {
-                let t = format!("{w} under {}: access map (simulated)", r.policy);
-                plot(t.clone(), plots::access_map(&t, m, dir, &format!("access-{stem}")), &mut warnings)
+                let t = format!("{w} under {}: access map ({what})", r.policy);
+                plot(t.clone(), plots::access_map(&t, what, m, dir, &format!("access-{stem}")), &mut warnings)
             });
             let ut = (!r.controller_utilisation.is_empty() || !r.link_utilisation.is_empty()).then(|| {
                 let t = format!("{w} under {}: controller and link utilisation", r.policy);
@@ -101,7 +102,27 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
     Ok(html_path)
 }
 
+fn has_speedups(s: &Summary) -> bool {
+    s.cells.iter().flatten().any(Option::is_some)
+}
+
+fn kind(doc: &Document) -> &'static str {
+    if doc.simulated {
+        "simulated"
+    } else {
+        "measured"
+    }
+}
+
 fn intro(doc: &Document, s: &Summary, machine: &str) -> Vec<String> {
+    if !doc.simulated {
+        let mut v = vec![format!("MEASURED (recorded trace) on machine `{machine}`; nothing here is simulated.")];
+        for r in &doc.results {
+            let extra: Vec<String> = r.extra.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            v.push(format!("{}: {:.3} s recorded; {}", r.workload, r.runtime_s, extra.join(", ")));
+        }
+        return v;
+    }
     let mut v = vec![format!(
         "SIMULATED results on machine `{machine}`: {} workload(s), {} polic(ies), {} seed(s) ({:?}).",
         s.workloads.len(),
@@ -109,9 +130,6 @@ fn intro(doc: &Document, s: &Summary, machine: &str) -> Vec<String> {
         s.seeds,
         doc.seeds()
     )];
-    if !doc.simulated {
-        v.push("The source document is not marked as simulated.".into());
-    }
     v.extend(s.notes.iter().cloned());
     v
 }
@@ -125,11 +143,13 @@ fn markdown(
     warnings: &[String],
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# ptb report: {machine} (simulated)\n");
+    let _ = writeln!(o, "# ptb report: {machine} ({})\n", kind(doc));
     for l in intro(doc, s, machine) {
         let _ = writeln!(o, "- {l}");
     }
-    let _ = writeln!(o, "\n## Speed-up vs first-touch (simulated)\n\n{}", table::markdown(s));
+    if has_speedups(s) {
+        let _ = writeln!(o, "\n## Speed-up vs first-touch (simulated)\n\n{}", table::markdown(s));
+    }
     if let Some(b) = bars {
         let _ = writeln!(o, "![{}]({})\n", b.title, b.png);
     }
@@ -187,13 +207,17 @@ fn html(
     let mut o = String::new();
     let _ = write!(
         o,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ptb report: {m} (simulated)</title><style>{STYLE}</style></head><body>\n<h1>ptb report: {m} (simulated)</h1>\n<ul class=\"note\">",
-        m = esc(machine)
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ptb report: {m} ({k})</title><style>{STYLE}</style></head><body>\n<h1>ptb report: {m} ({k})</h1>\n<ul class=\"note\">",
+        m = esc(machine),
+        k = kind(doc)
     );
     for l in intro(doc, s, machine) {
         let _ = write!(o, "<li>{}</li>", esc(&l));
     }
-    let _ = writeln!(o, "</ul>\n<h2>Speed-up vs first-touch (simulated)</h2>\n{}", table::html(s));
+    o.push_str("</ul>\n");
+    if has_speedups(s) {
+        let _ = writeln!(o, "<h2>Speed-up vs first-touch (simulated)</h2>\n{}", table::html(s));
+    }
     if let Some(b) = bars {
         o.push_str(&inline_svg(dir, b)?);
     }
@@ -217,6 +241,9 @@ fn html(
         }
         o.push_str("</ul>");
     }
-    let _ = writeln!(o, "<p class=\"note\">{}</p></body></html>", esc(ORACLE_NOTE));
+    if s.policies.iter().any(|p| p == crate::report::model::ORACLE) {
+        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(ORACLE_NOTE));
+    }
+    o.push_str("</body></html>\n");
     Ok(o)
 }

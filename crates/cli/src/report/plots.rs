@@ -129,20 +129,34 @@ struct SpeedupBars<'a> {
     bar_w: i32,
     legend_w: i32,
     ticks: Vec<f64>,
+    /// Categories per panel (panels are stacked vertically).
+    per_row: usize,
 }
 
+/// Vertical space of one panel besides its plot height (labels, gap).
+const PANEL_GAP: i32 = 60;
+
 impl SpeedupBars<'_> {
-    fn y(&self, v: f64) -> i32 {
+    fn n_cats(&self) -> usize {
+        self.s.workloads.len() + 1
+    }
+
+    fn rows(&self) -> usize {
+        self.n_cats().div_ceil(self.per_row.max(1))
+    }
+
+    fn y(&self, top: i32, v: f64) -> i32 {
         let (lo, hi) = (self.ticks[0], *self.ticks.last().unwrap_or(&1.0));
         let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
-        self.top + self.plot_h - (t.clamp(0.0, 1.0) * self.plot_h as f64).round() as i32
+        top + self.plot_h - (t.clamp(0.0, 1.0) * self.plot_h as f64).round() as i32
     }
 }
 
 impl Figure for SpeedupBars<'_> {
     fn size(&self) -> (u32, u32) {
-        let w = self.left + self.group_w * (self.s.workloads.len() as i32 + 1) + self.legend_w + 20;
-        ((w.max(text_w(&self.title, 20.0) + 40)) as u32, (self.top + self.plot_h + 90) as u32)
+        let w = self.left + self.group_w * self.per_row.min(self.n_cats()) as i32 + self.legend_w + 20;
+        let h = self.top + self.rows() as i32 * (self.plot_h + PANEL_GAP) + 30;
+        ((w.max(text_w(&self.title, 20.0) + 40)) as u32, h as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
@@ -150,13 +164,6 @@ impl Figure for SpeedupBars<'_> {
         let (w, _) = a.dim_in_pixel();
         a.draw_text(&self.title, &ts(20.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 10)).map_err(de)?;
         let cats: Vec<&str> = self.s.workloads.iter().map(String::as_str).chain(std::iter::once("geomean")).collect();
-        let right = self.left + self.group_w * cats.len() as i32;
-        for &t in &self.ticks {
-            let y = self.y(t);
-            a.draw(&PathElement::new(vec![(self.left, y), (right, y)], GRID)).map_err(de)?;
-            a.draw_text(&format!("{t:.2}x"), &ts(13.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y))
-                .map_err(de)?;
-        }
         a.draw_text(
             "speed-up vs first-touch (simulated)",
             &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
@@ -165,47 +172,64 @@ impl Figure for SpeedupBars<'_> {
         .map_err(de)?;
         let np = self.s.policies.len() as i32;
         let inner = np * self.bar_w;
-        for (j, cat) in cats.iter().enumerate() {
-            let gx = self.left + j as i32 * self.group_w + (self.group_w - inner) / 2;
-            for (i, p) in self.s.policies.iter().enumerate() {
-                let (v, sd) = if j < self.s.workloads.len() {
-                    match self.s.cells[j][i] {
-                        Some(c) => (c.mean, c.sd),
-                        None => continue,
-                    }
-                } else {
-                    match self.s.policy(p).and_then(|x| x.geomean_speedup) {
-                        Some(g) => (g, 0.0),
-                        None => continue,
-                    }
-                };
-                let x = gx + i as i32 * self.bar_w;
-                let (y0, y1) = (self.y(v).min(self.y(1.0)), self.y(v).max(self.y(1.0)));
-                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1.max(y0 + 1))], PALETTE[i % 10].filled()))
+        let mut right_max = self.left;
+        for (row, chunk) in cats.chunks(self.per_row.max(1)).enumerate() {
+            let top = self.top + row as i32 * (self.plot_h + PANEL_GAP);
+            let right = self.left + self.group_w * chunk.len() as i32;
+            right_max = right_max.max(right);
+            for &t in &self.ticks {
+                let y = self.y(top, t);
+                a.draw(&PathElement::new(vec![(self.left, y), (right, y)], GRID)).map_err(de)?;
+                a.draw_text(&format!("{t:.2}x"), &ts(13.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y))
                     .map_err(de)?;
-                if sd > 0.0 {
-                    let cx = x + self.bar_w / 2;
-                    a.draw(&PathElement::new(vec![(cx, self.y(v - sd)), (cx, self.y(v + sd))], BLACK)).map_err(de)?;
-                }
             }
-            let cx = self.left + j as i32 * self.group_w + self.group_w / 2;
-            let style = if j < self.s.workloads.len() { BLACK } else { GREY };
-            a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, self.top + self.plot_h + 8))
-                .map_err(de)?;
+            for (jj, cat) in chunk.iter().enumerate() {
+                let j = row * self.per_row + jj;
+                let gx = self.left + jj as i32 * self.group_w + (self.group_w - inner) / 2;
+                for (i, p) in self.s.policies.iter().enumerate() {
+                    let (v, sd) = if j < self.s.workloads.len() {
+                        match self.s.cells[j][i] {
+                            Some(c) => (c.mean, c.sd),
+                            None => continue,
+                        }
+                    } else {
+                        match self.s.policy(p).and_then(|x| x.geomean_speedup) {
+                            Some(g) => (g, 0.0),
+                            None => continue,
+                        }
+                    };
+                    let x = gx + i as i32 * self.bar_w;
+                    let (yv, y1) = (self.y(top, v), self.y(top, 1.0));
+                    let (y0, y1) = (yv.min(y1), yv.max(y1));
+                    a.draw(&Rectangle::new(
+                        [(x + 1, y0), (x + self.bar_w - 1, y1.max(y0 + 1))],
+                        PALETTE[i % 10].filled(),
+                    ))
+                    .map_err(de)?;
+                    if sd > 0.0 {
+                        let cx = x + self.bar_w / 2;
+                        a.draw(&PathElement::new(vec![(cx, self.y(top, v - sd)), (cx, self.y(top, v + sd))], BLACK))
+                            .map_err(de)?;
+                    }
+                }
+                let cx = self.left + jj as i32 * self.group_w + self.group_w / 2;
+                let style = if j < self.s.workloads.len() { BLACK } else { GREY };
+                a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, top + self.plot_h + 8))
+                    .map_err(de)?;
+            }
+            let one = self.y(top, 1.0);
+            a.draw(&PathElement::new(vec![(self.left, one), (right, one)], BLACK.stroke_width(1))).map_err(de)?;
+            a.draw(&PathElement::new(vec![(self.left, top), (self.left, top + self.plot_h)], BLACK)).map_err(de)?;
         }
-        let one = self.y(1.0);
-        a.draw(&PathElement::new(vec![(self.left, one), (right, one)], BLACK.stroke_width(1))).map_err(de)?;
-        a.draw(&PathElement::new(vec![(self.left, self.top), (self.left, self.top + self.plot_h)], BLACK))
-            .map_err(de)?;
-        let lx = right + 20;
+        let lx = right_max + 20;
         for (i, p) in self.s.policies.iter().enumerate() {
             let y = self.top + 10 + i as i32 * 22;
             a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % 10].filled())).map_err(de)?;
             a.draw_text(p, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, y)).map_err(de)?;
         }
         let note = if self.s.seeds > 1 { "bars: mean over seeds; whiskers: ± sd" } else { "one seed" };
-        a.draw_text(note, &ts(12.0, &GREY, HPos::Left, VPos::Top), (self.left, self.top + self.plot_h + 40))
-            .map_err(de)?;
+        let bottom = self.top + self.rows() as i32 * (self.plot_h + PANEL_GAP) - PANEL_GAP + 30;
+        a.draw_text(note, &ts(12.0, &GREY, HPos::Left, VPos::Top), (self.left, bottom)).map_err(de)?;
         Ok(())
     }
 }
@@ -220,16 +244,19 @@ pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Resul
     let cat_w = s.workloads.iter().map(|w| text_w(w, 13.0)).max().unwrap_or(40);
     let group_w = (np * bar_w + 14).max(cat_w + 10);
     let legend_w = s.policies.iter().map(|p| text_w(p, 13.0)).max().unwrap_or(40) + 50;
+    // At most ~1100 px of groups per panel.
+    let per_row = ((1100 / group_w.max(1)) as usize).max(1);
     let fig = SpeedupBars {
         title: format!("Speed-up vs first-touch on {machine} (simulated)"),
         s,
         left: 70,
         top: 70,
-        plot_h: 340,
+        plot_h: if s.workloads.len() + 1 > per_row { 240 } else { 340 },
         group_w,
         bar_w,
         legend_w,
         ticks,
+        per_row,
     };
     write(&fig, dir, stem)
 }
@@ -237,10 +264,11 @@ pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Resul
 // ---------------------------------------------------------------------------------------------
 // Access map
 
-const FOOT2: &str = "bottom row: share served by each memory controller (simulated)";
+const FOOT2: &str = "bottom row: share served by each memory controller";
 
 struct AccessMapFig<'a> {
     title: String,
+    what: &'a str,
     m: &'a AccessMapRec,
     left: i32,
     top: i32,
@@ -251,7 +279,7 @@ struct AccessMapFig<'a> {
 impl Figure for AccessMapFig<'_> {
     fn size(&self) -> (u32, u32) {
         let n = self.m.nodes.len() as i32;
-        let w = (self.left + n * self.cw + 40).max(text_w(FOOT2, 12.0) + 30).max(text_w(&self.title, 18.0) + 30);
+        let w = (self.left + n * self.cw + 40).max(text_w(FOOT2, 12.0) + 180).max(text_w(&self.title, 18.0) + 30);
         (w as u32, (self.top + (n + 1) * self.ch + 12 + 70) as u32)
     }
 
@@ -325,16 +353,22 @@ impl Figure for AccessMapFig<'_> {
             100.0 * self.m.remote
         );
         a.draw_text(&foot, &ts(12.0, &GREY, HPos::Left, VPos::Top), (10, yc + self.ch + 14)).map_err(de)?;
-        a.draw_text(FOOT2, &ts(12.0, &GREY, HPos::Left, VPos::Top), (10, yc + self.ch + 32)).map_err(de)?;
+        a.draw_text(
+            &format!("{FOOT2} ({})", self.what),
+            &ts(12.0, &GREY, HPos::Left, VPos::Top),
+            (10, yc + self.ch + 32),
+        )
+        .map_err(de)?;
         Ok(())
     }
 }
 
 /// The node x node access map of one run.
-pub fn access_map(title: &str, m: &AccessMapRec, dir: &Path, stem: &str) -> Result<(String, String)> {
+/// `what` says where the numbers come from (`simulated`, `measured samples`).
+pub fn access_map(title: &str, what: &str, m: &AccessMapRec, dir: &Path, stem: &str) -> Result<(String, String)> {
     let n = m.nodes.len().max(1) as i32;
     let cw = if n > 8 { 44 } else { 58 };
-    let fig = AccessMapFig { title: title.to_string(), m, left: 100, top: 80, cw, ch: 34 };
+    let fig = AccessMapFig { title: title.to_string(), what, m, left: 100, top: 80, cw, ch: 34 };
     write(&fig, dir, stem)
 }
 
@@ -468,9 +502,9 @@ impl Figure for LinesFig<'_> {
         )
         .map_err(de)?;
         a.draw_text(
-            "pages the policy asked to move per cycle",
+            "pages per cycle (policies that asked for none are not shown)",
             &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
-            (8, self.top - 16),
+            (8, self.top - 24),
         )
         .map_err(de)?;
         for (k, (name, v)) in self.series.iter().enumerate() {
