@@ -56,3 +56,30 @@ fn demand_covers_every_access_and_coarsens_uniform_objects() {
         assert!((total - want).abs() <= 1e-6 * want, "{total} vs {want}");
     }
 }
+
+#[test]
+fn private_slices_stay_apart_and_uniform_objects_merge() {
+    // cg: a private matrix (one group per thread) and a uniform vector (one group).
+    let s = sim("cg");
+    let d = ptb_oracle::demand::Demand::of(s.layout());
+    let threads = s.layout().threads.len();
+    let (coarse, n) = d.coarsen();
+    assert_eq!(n, threads + 1, "{coarse:?}");
+    // Each private slice is read by exactly one thread.
+    for o in 0..d.per_object.len() {
+        for k in 0..d.per_object[o] {
+            let g = d.first[o] + k;
+            let readers: std::collections::BTreeSet<usize> = d
+                .phases
+                .iter()
+                .flat_map(|p| p.threads.iter())
+                .filter(|t| t.access.iter().any(|a| a.0 == g && a.1 + a.2 > 0.0))
+                .map(|t| t.thread)
+                .collect();
+            assert!(!readers.is_empty());
+            if d.per_object[o] > 1 && s.layout().objects[o].name == "matrix" {
+                assert_eq!(readers.len(), 1, "group {g}: {readers:?}");
+            }
+        }
+    }
+}
