@@ -45,7 +45,7 @@ use ptb_topology::NodeIdx;
 use std::time::Duration;
 
 pub const PARAMS: &[ParamDoc] = &[
-    ParamDoc { key: "cycle_ms", default: "1000", doc: "cycle length in milliseconds" },
+    ParamDoc { key: "cycle_ms", default: "200", doc: "cycle length in milliseconds" },
     ParamDoc { key: "period", default: "8192", doc: "sampling period: one address sample per N accesses" },
     ParamDoc { key: "chunk_pages", default: "512", doc: "pages per chunk (power of two; 512 x 4 KiB = 2 MiB)" },
     ParamDoc { key: "decay", default: "0.5", doc: "weight of the previous cycles' counts (0 = no history)" },
@@ -62,7 +62,14 @@ pub const PARAMS: &[ParamDoc] = &[
         doc: "minimum memory traffic, as a share of machine bandwidth, to act at all",
     },
     ParamDoc { key: "payback", default: "2.0", doc: "predicted saving must exceed the move's cost by this factor" },
-    ParamDoc { key: "horizon_s", default: "5", doc: "seconds over which a move's saving is counted" },
+    ParamDoc { key: "tolerance", default: "0.25", doc: "a chunk within this share of its target placement counts as placed" },
+    ParamDoc { key: "mlp", default: "4", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
+    ParamDoc { key: "horizon_s", default: "10", doc: "seconds over which a move's saving is counted" },
+    ParamDoc {
+        key: "spread_at_start",
+        default: "auto",
+        doc: "spread new pages over the memory nodes at start: true, false (first touch), or auto (spread when a CPU group's local bandwidth is under 60% of what it reaches on all other nodes together)",
+    },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -79,13 +86,16 @@ pub struct PtbParams {
     pub gate: f64,
     pub payback: f64,
     pub horizon_s: f64,
+    pub mlp: f64,
     pub quiet_after: u32,
+    pub spread_at_start: StartMode,
+    pub tolerance: f64,
 }
 
 impl Default for PtbParams {
     fn default() -> Self {
         PtbParams {
-            cycle: Duration::from_secs(1),
+            cycle: Duration::from_millis(200),
             period: 8192,
             chunk_pages: 512,
             decay: 0.5,
@@ -94,10 +104,38 @@ impl Default for PtbParams {
             confirm: 2,
             gate: 0.02,
             payback: 2.0,
-            horizon_s: 5.0,
+            horizon_s: 10.0,
+            mlp: 4.0,
+            tolerance: 0.25,
             quiet_after: 3,
+            spread_at_start: StartMode::Auto,
         }
     }
+}
+
+/// How `ptb` places new pages at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartMode {
+    Auto,
+    Spread,
+    FirstTouch,
+}
+
+/// True when the CPU groups' local bandwidth is under 60% of what they reach on all other
+/// memory nodes together (mean over groups): spreading then multiplies the bandwidth a group
+/// can use (the Opteron machines), while with wide local paths first touch loses little.
+pub fn local_path_is_narrow(m: &ptb_topology::Machine) -> bool {
+    let Some(b) = &m.bandwidth else { return false };
+    let mut ratios = Vec::new();
+    for g in &m.groups {
+        let local = b.uncontended.get(g.idx.ix(), g.node.ix());
+        let others: f64 =
+            (0..m.n_nodes()).filter(|&n| n != g.node.ix()).map(|n| b.uncontended.get(g.idx.ix(), n)).sum();
+        if local > 0.0 && others > 0.0 {
+            ratios.push(local / others);
+        }
+    }
+    !ratios.is_empty() && ratios.iter().sum::<f64>() / (ratios.len() as f64) < 0.6
 }
 
 /// The `ptb` policy.
@@ -128,7 +166,7 @@ impl Ptb {
             });
         }
         let p = PtbParams {
-            cycle: Duration::from_millis(s.get("cycle_ms", 1000u64)?.clamp(10, 3_600_000)),
+            cycle: Duration::from_millis(s.get("cycle_ms", 200u64)?.clamp(10, 3_600_000)),
             period: s.get::<u64>("period", d.period)?.max(1),
             chunk_pages,
             decay: s.f64_in("decay", d.decay, 0.0, 0.99)?,
@@ -138,7 +176,22 @@ impl Ptb {
             gate: s.f64_in("gate", d.gate, 0.0, 1.0)?,
             payback: s.f64_in("payback", d.payback, 0.0, 1e6)?,
             horizon_s: s.f64_in("horizon_s", d.horizon_s, 0.0, 1e6)?,
+            mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
+            tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
+            spread_at_start: match s.get::<String>("spread_at_start", "auto".into())?.as_str() {
+                "auto" => StartMode::Auto,
+                "true" => StartMode::Spread,
+                "false" => StartMode::FirstTouch,
+                other => {
+                    return Err(PolicyError::Param {
+                        origin: "parameters".into(),
+                        policy: "ptb".into(),
+                        key: "spread_at_start".into(),
+                        reason: format!("`{other}` is not auto, true or false"),
+                    })
+                }
+            },
         };
         s.finish()?;
         Ok(Ptb::new(p))
@@ -154,10 +207,24 @@ impl Policy for Ptb {
         "ptb".into()
     }
 
-    fn start(&mut self, _ctx: &StartContext) -> StartPlan {
-        // New pages stay where first touched: moving them later costs less than guessing
-        // wrong now, and private data initialised in parallel is already local.
-        StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
+    fn start(&mut self, ctx: &StartContext) -> StartPlan {
+        // New pages are spread over the memory nodes (in proportion to bandwidth where the
+        // nodes differ): before anything is known, spreading is the placement that is best
+        // on average (ptb.md) and it never concentrates a program on one controller; the
+        // cycles then bring private chunks home where that pays.
+        let nodes: Vec<NodeIdx> =
+            ctx.machine.memory_nodes().into_iter().filter(|n| ctx.allowed.contains_idx(*n)).collect();
+        let spread = match self.p.spread_at_start {
+            StartMode::Spread => true,
+            StartMode::FirstTouch => false,
+            StartMode::Auto => local_path_is_narrow(ctx.machine),
+        };
+        let alloc = match spread_weights(ctx.machine, &nodes) {
+            _ if nodes.len() < 2 || !spread => AllocPolicy::FirstTouch,
+            None => AllocPolicy::Interleave(nodes),
+            Some(w) => AllocPolicy::Weighted(w),
+        };
+        StartPlan { alloc, threads: vec![] }
     }
 
     fn sampling(&self) -> SamplingRequest {
@@ -181,7 +248,7 @@ impl Policy for Ptb {
             self.after_cycle(&mut plan, 0);
             return plan;
         }
-        let moves = self.choose_moves(snap, &demand, period, &mem_nodes);
+        let moves = self.choose_moves(snap, &demand, period, &mem_nodes, &mut plan.stats);
         let n_moves = moves.len();
         plan.ranges = moves;
         plan.stats.insert("chunk_moves".into(), n_moves as f64);
@@ -210,36 +277,45 @@ impl Ptb {
     }
 
     /// Pick the chunk moves of this cycle.
+    ///
+    /// 1. every chunk with enough evidence gets a target (private -> its node, else spread),
+    ///    which must hold for `confirm` cycles;
+    /// 2. the loads after all candidate moves are predicted together (moving every private
+    ///    chunk home is load-neutral even though one move alone is not); where a node would
+    ///    exceed 90% of its capacity, its lightest private candidates are spread instead;
+    /// 3. each remaining move is kept only if its access-time saving at the predicted loaded
+    ///    latencies, over the horizon, pays back its cost `payback` times.
     fn choose_moves(
         &mut self,
         snap: &Snapshot,
         demand: &model::Demand,
         period: u64,
         mem_nodes: &[NodeIdx],
+        stats: &mut std::collections::BTreeMap<String, f64>,
     ) -> Vec<RangeAction> {
         let m = snap.machine;
-        let weights = crate::interleave::bandwidth_weights(m, mem_nodes);
-        let mut load = model::LoadModel::new(snap, demand);
-        let mut out = Vec::new();
+        let nn = m.n_nodes();
+        let weights = spread_weights(m, mem_nodes).unwrap_or_else(|| mem_nodes.iter().map(|&n| (n, 1)).collect());
+        let load = model::LoadModel::new(snap, demand);
         let p = self.p.clone();
-        let keys: Vec<ChunkKey> = self.table.keys_by_weight();
-        for key in keys {
+        struct Cand {
+            key: ChunkKey,
+            range: chunks::Range,
+            want: Target,
+            a: f64,
+            src: Vec<f64>,
+            from: Vec<f64>,
+        }
+        let mut cands: Vec<Cand> = Vec::new();
+        for key in self.table.keys_by_weight() {
+            let range = self.table.range_of(key, snap.regions);
             let Some(c) = self.table.get_mut(key) else { continue };
             if c.total() < p.min_samples {
                 continue;
             }
             let (top, share) = c.top_node();
-            let mut want = if share >= p.private_share && mem_nodes.contains(&top) && m.node(top).has_memory() {
-                Target::Node(top)
-            } else {
-                Target::Spread
-            };
-            // Congestion before locality: a private chunk whose home would saturate is spread.
-            if let Target::Node(n) = want {
-                if load.would_saturate(n, c.rate(period, snap.cycle, m.line_size)) {
-                    want = Target::Spread;
-                }
-            }
+            let want =
+                if share >= p.private_share && mem_nodes.contains(&top) { Target::Node(top) } else { Target::Spread };
             if c.placed == Some(want) {
                 c.pending = None;
                 continue;
@@ -249,35 +325,87 @@ impl Ptb {
                 _ => 1,
             };
             c.pending = Some((want, confirmed));
+            let Some(range) = range else { continue };
             if confirmed < p.confirm.max(1) {
                 continue;
             }
-            let Some(range) = self.table.range_of(key, snap.regions) else { continue };
-            let c = self.table.get_mut(key).expect("key exists");
-            let resident = model::resident_shares(snap, &range, m.n_nodes());
-            let current = model::current_shares(c, &resident);
-            let cost = model::cost_ns(m, range.npages, &current, want, &weights);
-            if cost <= 0.0 {
-                // Already where it should be: nothing to move.
-                c.placed = Some(want);
+            let from = model::current_shares(c, &model::resident_shares(snap, &range, nn));
+            let to = model::target_shares(want, &weights, nn);
+            let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
+            if off <= p.tolerance {
+                c.placed = Some(want); // already there
                 c.pending = None;
                 continue;
             }
-            let gain = load.gain_ns(c, &resident, want, &weights, period, snap.cycle, p.horizon_s);
-            if gain < p.payback * cost {
+            cands.push(Cand { key, range, want, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from });
+        }
+        // Predicted loads with every candidate applied; spread private chunks off overloaded nodes.
+        let mut after = load.acc.clone();
+        let mut after_path = load.path.clone();
+        for c in &cands {
+            let to = model::target_shares(c.want, &weights, nn);
+            model::LoadModel::shift(&mut after, &mut after_path, c.a, &c.src, &c.from, &to);
+        }
+        for n in 0..nn {
+            let mut onto: Vec<usize> =
+                (0..cands.len()).filter(|&i| cands[i].want == Target::Node(NodeIdx::from_ix(n))).collect();
+            onto.sort_by(|&x, &y| cands[x].a.total_cmp(&cands[y].a).then(cands[x].key.cmp(&cands[y].key)));
+            for i in onto {
+                if !load.over(&after, &after_path, n, 0.9) {
+                    break;
+                }
+                let c = &mut cands[i];
+                let spread = model::target_shares(Target::Spread, &weights, nn);
+                let was = model::target_shares(c.want, &weights, nn);
+                model::LoadModel::shift(&mut after, &mut after_path, c.a, &c.src, &was, &spread);
+                c.want = Target::Spread;
+            }
+        }
+        let lat_now = load.loaded(&load.acc, &load.path);
+        let lat_after = load.loaded(&after, &after_path);
+        let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
+        let mut out = Vec::new();
+        for c in cands {
+            let to = model::target_shares(c.want, &weights, nn);
+            // Where the chunk's accesses would still cross a resource near saturation, they are
+            // bandwidth-bound: a shorter distance does not make them faster, only less queueing
+            // does. Elsewhere they are latency-bound and the whole loaded latency counts.
+            let bound = load.max_util(&after, &after_path, &c.src, &to) >= 0.75;
+            let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
+            let saving_ns_per_s = c.a
+                * (model::LoadModel::mean_latency(now, &c.src, &c.from)
+                    - model::LoadModel::mean_latency(later, &c.src, &to))
+                / p.mlp;
+            let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, &weights);
+            if cost > 0.0 && saving_ns_per_s * p.horizon_s < p.payback * cost {
                 continue;
             }
-            load.apply(c, &resident, want, &weights, period, snap.cycle);
-            c.placed = Some(want);
-            c.pending = None;
-            let op = match want {
+            *stats.entry(if bound { "moves_bandwidth_bound" } else { "moves_latency_bound" }.into()).or_default() +=
+                1.0;
+            *stats
+                .entry(if matches!(c.want, Target::Spread) { "moves_spread" } else { "moves_home" }.into())
+                .or_default() += 1.0;
+            if let Some(st) = self.table.get_mut(c.key) {
+                st.placed = Some(c.want);
+                st.pending = None;
+            }
+            let op = match c.want {
                 Target::Node(n) => RangeOp::MoveTo(n),
                 Target::Spread => RangeOp::Weighted(weights.clone()),
             };
-            out.push(RangeAction { app: key.app, start_vpn: range.start_vpn, npages: range.npages, op });
+            out.push(RangeAction { app: c.key.app, start_vpn: c.range.start_vpn, npages: c.range.npages, op });
         }
         out
     }
+}
+
+/// Bandwidth-proportional weights when the memory nodes differ by more than 25% in
+/// bandwidth (e.g. a CXL node); `None` (plain interleave) when they are alike.
+fn spread_weights(m: &ptb_topology::Machine, nodes: &[NodeIdx]) -> Option<Vec<(NodeIdx, u32)>> {
+    let w = crate::interleave::bandwidth_weights(m, nodes);
+    let max = w.iter().map(|x| x.1).max()?;
+    let min = w.iter().map(|x| x.1).min()?;
+    (min > 0 && max as f64 / min as f64 > 1.25).then_some(w)
 }
 
 #[cfg(test)]

@@ -54,11 +54,6 @@ impl ChunkState {
         self.total() * (1.0 - self.decay) * period as f64 / secs
     }
 
-    /// Estimated bytes per second of memory traffic.
-    pub fn rate(&self, period: u64, cycle: std::time::Duration, line: u64) -> f64 {
-        self.accesses_per_s(period, cycle) * line as f64
-    }
-
     /// Shares of the accesses by issuing node.
     pub fn src_shares(&self) -> Vec<f64> {
         normalise(&self.by_src)

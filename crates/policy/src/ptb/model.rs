@@ -1,24 +1,28 @@
-//! The controller-load model behind `ptb`'s decisions.
+//! The load model behind `ptb`'s decisions.
 //!
-//! Per memory node n: accesses per second A[n] (estimated from samples x period), capacity
-//! C[n] in accesses per second (controller GB/s / line size), utilisation u = A/C, and a
-//! queueing delay q(n) = s_n * u / (1 - u), capped at 10 s_n, where s_n is half the node's
-//! idle local latency (so that latency roughly doubles at 2/3 load and rises steeply after,
-//! the shape of published loaded-latency curves). The cost of a placement is
-//! `sum_n A[n] * q(n)` (queueing) plus, for one chunk, `a * sum_src share_src * sum_dst
-//! frac_dst * idle(src, dst)` (distance). A move's gain is the drop in that cost over a
-//! horizon; its cost is the per-page CPU time plus the copy time.
+//! Resources: each node's memory controller (capacity: `controller_gbps`, else the best
+//! Bandwidth Graph entry into the node) and each path from the CPUs of node s to the memory
+//! of node d (capacity: the sum of the uncontended Bandwidth Graph over s's CPU groups — what
+//! those CPUs reach when they alone use that memory). Loads are accesses per second estimated
+//! from samples x period. A resource at utilisation u adds a queueing delay `svc * u/(1-u)`
+//! (capped at 10 svc), svc being half the idle local latency, so latency roughly doubles at
+//! 2/3 load and rises steeply after — the shape of published loaded-latency curves. The
+//! loaded latency from s to d is idle(s, d) + the delays of d's controller and of path (s, d).
+//! A move's saving is the drop in its accesses' mean loaded latency (now vs after all chosen
+//! moves) divided by the memory-level parallelism, over a horizon; its cost is the per-page
+//! CPU time plus the copy time.
 
 use super::chunks::{normalise, ChunkState, Range, Target};
 use crate::snapshot::Snapshot;
 use ptb_topology::{Machine, NodeIdx};
-use std::time::Duration;
 
 /// Estimated memory traffic this cycle.
 #[derive(Clone, Debug)]
 pub struct Demand {
     /// Accesses per second served by each node's memory.
     pub per_node: Vec<f64>,
+    /// Accesses per second from threads on node s (row) to memory on node d (column).
+    pub per_path: Vec<Vec<f64>>,
     /// Total traffic as a share of the machine's memory bandwidth.
     pub share: f64,
 }
@@ -44,22 +48,42 @@ pub fn capacity_bytes(m: &Machine) -> Vec<f64> {
         .collect()
 }
 
-/// Traffic per node from this cycle's samples (pages of unknown location are counted where
-/// the accessing thread runs).
+/// Capacity of the way from the CPUs of node s to the memory of node d, bytes per second:
+/// the sum of the uncontended Bandwidth Graph over s's CPU groups (unbounded when unknown).
+pub fn path_capacity_bytes(m: &Machine) -> Vec<Vec<f64>> {
+    let nn = m.n_nodes();
+    (0..nn)
+        .map(|s| {
+            (0..nn)
+                .map(|d| match &m.bandwidth {
+                    Some(b) if !m.nodes[s].groups.is_empty() => {
+                        m.nodes[s].groups.iter().map(|g| b.uncontended.get(g.ix(), d)).sum::<f64>() * 1e9
+                    }
+                    _ => f64::INFINITY,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Traffic per node and per path from this cycle's samples (pages of unknown location are
+/// counted where the accessing thread runs).
 pub fn demand(snap: &Snapshot, period: u64) -> Demand {
     let m = snap.machine;
     let nn = m.n_nodes();
     let secs = snap.cycle.as_secs_f64().max(1e-6);
     let mut per_node = vec![0.0; nn];
+    let mut per_path = vec![vec![0.0; nn]; nn];
+    let w = period as f64 / secs;
     for s in snap.samples {
-        let home = snap.pages.get(s.page(m.page_size)).or_else(|| m.node_of_cpu(s.cpu));
-        if let Some(h) = home {
-            per_node[h.ix()] += period as f64 / secs;
-        }
+        let Some(src) = m.node_of_cpu(s.cpu) else { continue };
+        let home = snap.pages.get(s.page(m.page_size)).unwrap_or(src);
+        per_node[home.ix()] += w;
+        per_path[src.ix()][home.ix()] += w;
     }
     let cap: f64 = capacity_bytes(m).iter().sum();
     let total_bytes: f64 = per_node.iter().sum::<f64>() * m.line_size as f64;
-    Demand { per_node, share: if cap > 0.0 { total_bytes / cap } else { 0.0 } }
+    Demand { per_node, per_path, share: if cap > 0.0 { total_bytes / cap } else { 0.0 } }
 }
 
 /// Node-level idle latency in ns (mean over the source node's CPU groups; from the SLIT
@@ -115,93 +139,97 @@ pub fn cost_ns(m: &Machine, npages: u64, resident: &[f64], t: Target, weights: &
     moved * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
 }
 
-/// Controller loads, updated as moves are chosen.
-pub struct LoadModel<'a> {
-    m: &'a Machine,
-    acc: Vec<f64>,
+/// Controller and path loads and the loaded latencies they imply.
+pub struct LoadModel {
+    /// Accesses per second per memory node.
+    pub acc: Vec<f64>,
+    /// Accesses per second per (source node, memory node).
+    pub path: Vec<Vec<f64>>,
     cap: Vec<f64>,
+    path_cap: Vec<Vec<f64>>,
     service: Vec<f64>,
+    idle: Vec<Vec<f64>>,
 }
 
-impl<'a> LoadModel<'a> {
-    pub fn new(snap: &'a Snapshot, d: &Demand) -> Self {
+/// A queueing delay factor u / (1 - u), capped at 10.
+fn qf(acc: f64, cap: f64) -> f64 {
+    if cap <= 0.0 || !cap.is_finite() {
+        return 0.0;
+    }
+    let u = (acc / cap).min(0.999);
+    (u / (1.0 - u)).min(10.0)
+}
+
+impl LoadModel {
+    pub fn new(snap: &Snapshot, d: &Demand) -> Self {
         let m = snap.machine;
-        let cap: Vec<f64> = capacity_bytes(m).iter().map(|b| b / m.line_size as f64).collect();
-        let service = (0..m.n_nodes())
-            .map(|n| {
-                let nid = NodeIdx::from_ix(n);
-                0.5 * if m.node(nid).has_cpus() { idle_ns(m, nid, nid) } else { 100.0 }
+        let nn = m.n_nodes();
+        let line = m.line_size as f64;
+        let cap: Vec<f64> = capacity_bytes(m).iter().map(|b| b / line).collect();
+        let path_cap = path_capacity_bytes(m).into_iter().map(|r| r.into_iter().map(|b| b / line).collect()).collect();
+        let idle: Vec<Vec<f64>> =
+            (0..nn).map(|a| (0..nn).map(|b| idle_ns(m, NodeIdx::from_ix(a), NodeIdx::from_ix(b))).collect()).collect();
+        let service = (0..nn).map(|n| 0.5 * if m.nodes[n].has_cpus() { idle[n][n] } else { 100.0 }).collect();
+        LoadModel { acc: d.per_node.clone(), path: d.per_path.clone(), cap, path_cap, service, idle }
+    }
+
+    /// Loaded latency matrix (source node x memory node) for the given loads.
+    pub fn loaded(&self, acc: &[f64], path: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let nn = acc.len();
+        (0..nn)
+            .map(|s| {
+                (0..nn)
+                    .map(|d| {
+                        self.idle[s][d]
+                            + self.service[d] * qf(acc[d], self.cap[d])
+                            + self.service[d] * qf(path[s][d], self.path_cap[s][d])
+                    })
+                    .collect()
             })
-            .collect();
-        LoadModel { m, acc: d.per_node.clone(), cap, service }
+            .collect()
     }
 
-    fn queue_ns(&self, n: usize, acc: f64) -> f64 {
-        if self.cap[n] <= 0.0 {
-            return 0.0;
-        }
-        let u = (acc / self.cap[n]).min(0.999);
-        self.service[n] * (u / (1.0 - u)).min(10.0)
+    /// Is node `n`'s controller, or the local path of its CPUs, above `limit` of capacity?
+    pub fn over(&self, acc: &[f64], path: &[Vec<f64>], n: usize, limit: f64) -> bool {
+        self.cap[n] <= 0.0 || acc[n] > limit * self.cap[n] || path[n][n] > limit * self.path_cap[n][n]
     }
 
-    fn queue_cost(&self, acc: &[f64]) -> f64 {
-        (0..acc.len()).map(|n| acc[n] * self.queue_ns(n, acc[n])).sum()
-    }
-
-    /// Would adding `bytes_s` to node `n` push it past 90% of its capacity?
-    pub fn would_saturate(&self, n: NodeIdx, bytes_s: f64) -> bool {
-        let add = bytes_s / self.m.line_size as f64;
-        self.cap[n.ix()] <= 0.0 || (self.acc[n.ix()] + add) / self.cap[n.ix()] > 0.9
-    }
-
-    fn moved_acc(&self, a: f64, from: &[f64], to: &[f64]) -> Vec<f64> {
-        self.acc.iter().enumerate().map(|(n, x)| (x - a * from[n] + a * to[n]).max(0.0)).collect()
-    }
-
-    fn distance_cost(&self, a: f64, src: &[f64], dst: &[f64]) -> f64 {
-        let mut s = 0.0;
-        for (i, si) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
-            for (j, dj) in dst.iter().enumerate().filter(|x| *x.1 > 0.0) {
-                s += si * dj * idle_ns(self.m, NodeIdx::from_ix(i), NodeIdx::from_ix(j));
+    /// Move `a` accesses/s issued with source shares `src` from page shares `from` to `to`.
+    pub fn shift(acc: &mut [f64], path: &mut [Vec<f64>], a: f64, src: &[f64], from: &[f64], to: &[f64]) {
+        for d in 0..acc.len() {
+            acc[d] = (acc[d] - a * from[d] + a * to[d]).max(0.0);
+            for s in 0..acc.len() {
+                path[s][d] = (path[s][d] + a * src[s] * (to[d] - from[d])).max(0.0);
             }
         }
-        a * s
     }
 
-    /// Predicted saving (ns of access time over `horizon_s`) of moving the chunk to `t`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn gain_ns(
-        &self,
-        c: &ChunkState,
-        resident: &[f64],
-        t: Target,
-        weights: &[(NodeIdx, u32)],
-        period: u64,
-        cycle: Duration,
-        horizon_s: f64,
-    ) -> f64 {
-        let a = c.accesses_per_s(period, cycle);
-        let from = current_shares(c, resident);
-        let to = target_shares(t, weights, self.m.n_nodes());
-        let src = c.src_shares();
-        let before = self.queue_cost(&self.acc) + self.distance_cost(a, &src, &from);
-        let after = self.queue_cost(&self.moved_acc(a, &from, &to)) + self.distance_cost(a, &src, &to);
-        (before - after) * horizon_s
+    /// Highest utilisation of any controller or path that the chunk's accesses cross.
+    pub fn max_util(&self, acc: &[f64], path: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
+        let mut u: f64 = 0.0;
+        for (s, _) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
+            for (d, _) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
+                let c = if self.cap[d] > 0.0 { acc[d] / self.cap[d] } else { 1.0 };
+                let p = if self.path_cap[s][d].is_finite() { path[s][d] / self.path_cap[s][d] } else { 0.0 };
+                u = u.max(c).max(p);
+            }
+        }
+        u
     }
 
-    /// Record a chosen move in the loads.
-    pub fn apply(
-        &mut self,
-        c: &ChunkState,
-        resident: &[f64],
-        t: Target,
-        weights: &[(NodeIdx, u32)],
-        period: u64,
-        cycle: Duration,
-    ) {
-        let a = c.accesses_per_s(period, cycle);
-        let from = current_shares(c, resident);
-        let to = target_shares(t, weights, self.m.n_nodes());
-        self.acc = self.moved_acc(a, &from, &to);
+    /// Loaded latency minus idle latency: the queueing part only.
+    pub fn queueing(&self, lat: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        lat.iter().zip(&self.idle).map(|(l, i)| l.iter().zip(i).map(|(a, b)| a - b).collect()).collect()
+    }
+
+    /// Mean latency of the chunk's accesses (ns) for its source shares and page shares.
+    pub fn mean_latency(lat: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for (i, si) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
+            for (j, pj) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
+                s += si * pj * lat[i][j];
+            }
+        }
+        s
     }
 }

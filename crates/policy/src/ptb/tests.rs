@@ -166,3 +166,37 @@ fn bad_parameters_are_refused() {
     params.set_assignment("ptb.private_share=2").unwrap();
     assert!(Ptb::from_params(&params).is_err());
 }
+
+#[test]
+fn start_spreads_only_where_local_paths_are_narrow() {
+    let start = |name: &str| {
+        let m = ptb_topology::presets::get(name).unwrap();
+        let allowed = m.all_nodes();
+        let mut p = Ptb::new(PtbParams::default());
+        p.start(&StartContext { machine: &m, allowed: &allowed, threads: &[] }).alloc
+    };
+    assert!(matches!(start("opteron6272-4n"), AllocPolicy::Interleave(ref n) if n.len() == 4));
+    assert_eq!(start("broadwell-cod-4n"), AllocPolicy::FirstTouch);
+    // A CXL node with a sixth of the bandwidth gets a proportionally small weight when spread.
+    let m = ptb_topology::presets::get("cxl-1s").unwrap();
+    let w = spread_weights(&m, &m.memory_nodes()).unwrap();
+    assert!(w[1].1 * 4 < w[0].1, "{w:?}");
+}
+
+#[test]
+fn chunks_already_near_their_target_are_not_moved() {
+    // Pages spread evenly and accessed by everyone: already where `ptb` wants them.
+    let mut w = world(2048, 0);
+    for (i, v) in (0..2048u64).enumerate() {
+        w.pages.insert(PageKey { app: 0, vpn: v }, NodeIdx((i % 4) as u16));
+    }
+    w.regions[0].resident = vec![512; 4];
+    let s = all_shared(400);
+    let mut p = Ptb::new(PtbParams::default());
+    let plans = run_cycles(&mut p, &w, &s, 65536, 4);
+    assert!(
+        plans.iter().all(|p| p.ranges.is_empty()),
+        "{:?}",
+        plans.iter().map(|p| p.ranges.len()).collect::<Vec<_>>()
+    );
+}
