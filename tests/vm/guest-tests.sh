@@ -28,6 +28,8 @@ even_spread() {
           m = t / n; for (i = 1; i <= n; i++) if (c[i] - m > m / 50 + 2 || m - c[i] > m / 50 + 2) { print "uneven: " c[i] " vs mean " m; exit 1 }
           print "spread over " n " nodes, " t " pages"; }'
 }
+# wait_start FILE: until the test program has initialised its buffer (it prints `TESTAPP start`)
+wait_start() { i=0; while ! grep -q '^TESTAPP start' "$1" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 affinities() { for s in /proc/$1/task/*/status; do awk '/Cpus_allowed_list/{print $2}' $s; done | tr '\n' ' '; }
 
 # 1. ptb run --policy interleave: every page of the program's buffer interleaved over all memory nodes.
@@ -41,7 +43,7 @@ else fail "run-interleave: rc=$rc $r"; fi
 
 # 2. ptb attach --policy fixed: threads pinned (thread i -> CPU i in tid order), restored after SIGTERM.
 ptb-testapp --threads 4 --mb 16 --seconds 8 > /tmp/t2.out & A=$!
-sleep 1
+wait_start /tmp/t2.out
 before=$(affinities $A)
 ptb attach $A --policy fixed --cycle 200 --quiet 2> /tmp/t2.err & P=$!
 sleep 2
@@ -68,7 +70,7 @@ else fail "attach-fixed: plan_ok=$plan_ok ptb rc=$prc app rc=$arc"; fi
 
 # 3. ptb attach --policy interleave: pages already on one node are spread by move_pages.
 ptb-testapp --threads 2 --mb 16 --seconds 6 > /tmp/t3.out & A=$!
-sleep 1
+wait_start /tmp/t3.out
 ptb attach $A --policy interleave --seconds 1 --quiet --stats /tmp/s3.json 2> /tmp/t3.err; rc=$?
 wait $A; arc=$?
 grep 'TESTAPP pages' /tmp/t3.out; grep -E 'start:|pages moved' /tmp/t3.err
@@ -81,7 +83,7 @@ else fail "attach-interleave: rc=$rc app=$arc $r"; fi
 for pol in ptb-classic ptb; do
   rm -f /tmp/p4.jsonl /tmp/d4
   ptb-testapp --threads 4 --mb 16 --seconds 4 --churn-kb 2048 --dump /tmp/d4 > /tmp/t4.out & A=$!
-  sleep 0.5
+  wait_start /tmp/t4.out
   ptb attach $A --policy $pol --source page-faults --cycle 500 --plan-log /tmp/p4.jsonl --stats /tmp/s4.json 2> /tmp/t4.err; rc=$?
   wait $A; arc=$?
   tail -3 /tmp/t4.err
@@ -107,7 +109,7 @@ else fail "crash-mid-cycle: rc=$rc"; fi
 
 # 6. record, then plan offline.
 ptb-testapp --threads 2 --mb 8 --seconds 4 --churn-kb 1024 > /tmp/t6.out & A=$!
-sleep 0.5
+wait_start /tmp/t6.out
 ptb record $A --seconds 1.5 --cycle 300 -o /tmp/t6.jsonl 2> /tmp/t6.err; rc=$?
 wait $A
 ptb plan --trace /tmp/t6.jsonl --policy ptb-classic > /tmp/t6.plan 2>&1; prc=$?

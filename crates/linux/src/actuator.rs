@@ -71,21 +71,48 @@ impl MoveCounts {
 }
 
 fn move_batch(pid: u32, addrs: &[u64], nodes: &[i32]) -> MoveCounts {
-    let mut c = MoveCounts { calls: 1, ..Default::default() };
+    let mut c = MoveCounts::default();
     let mut status = vec![0i32; addrs.len()];
-    match sys::move_pages(pid as i32, addrs, Some(nodes), &mut status, sys::MPOL_MF_MOVE) {
-        Ok(_) => {
-            for (s, n) in status.iter().zip(nodes) {
-                if *s == *n {
-                    c.moved += 1;
-                } else if *s < 0 {
-                    c.fail(&sys::errno_name(-*s), 1);
-                } else {
-                    c.fail("not-moved", 1);
+    // A positive return is the number of pages the kernel could not migrate (transient:
+    // page locked, under writeback, extra references); their status slots still hold the
+    // target node, so the batch is queried again and those pages are tried once more.
+    let mut todo: Vec<usize> = (0..addrs.len()).collect();
+    for attempt in 0..2 {
+        let a: Vec<u64> = todo.iter().map(|&i| addrs[i]).collect();
+        let n: Vec<i32> = todo.iter().map(|&i| nodes[i]).collect();
+        let mut st = vec![0i32; a.len()];
+        c.calls += 1;
+        match sys::move_pages(pid as i32, &a, Some(&n), &mut st, sys::MPOL_MF_MOVE) {
+            Ok(0) => {}
+            Ok(_) => {
+                c.calls += 1;
+                if sys::move_pages(pid as i32, &a, None, &mut st, 0).is_err() {
+                    st.iter_mut().for_each(|s| *s = -libc::EAGAIN);
                 }
             }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                st.iter_mut().for_each(|s| *s = -errno);
+            }
         }
-        Err(e) => c.fail(&sys::errno_name(e.raw_os_error().unwrap_or(0)), addrs.len() as u64),
+        for (k, &i) in todo.iter().enumerate() {
+            status[i] = st[k];
+        }
+        todo.retain(|&i| {
+            status[i] != nodes[i] && (status[i] >= 0 || status[i] == -libc::EBUSY || status[i] == -libc::EAGAIN)
+        });
+        if todo.is_empty() || attempt == 1 {
+            break;
+        }
+    }
+    for (s, n) in status.iter().zip(nodes) {
+        if *s == *n {
+            c.moved += 1;
+        } else if *s < 0 {
+            c.fail(&sys::errno_name(-*s), 1);
+        } else {
+            c.fail("not-moved", 1);
+        }
     }
     c
 }

@@ -167,6 +167,7 @@ pub fn errno_name(e: i32) -> String {
     match e {
         libc::ENOENT => "ENOENT".into(),
         libc::EBUSY => "EBUSY".into(),
+        libc::EAGAIN => "EAGAIN".into(),
         libc::ENOMEM => "ENOMEM".into(),
         libc::EACCES => "EACCES".into(),
         libc::EFAULT => "EFAULT".into(),
