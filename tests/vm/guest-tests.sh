@@ -42,7 +42,7 @@ if [ $rc = 0 ] && grep -q 'checksum=ok' /tmp/t1.out && r=$(even_spread /tmp/t1.o
 else fail "run-interleave: rc=$rc $r"; fi
 
 # 2. ptb attach --policy fixed: threads pinned (thread i -> CPU i in tid order), restored after SIGTERM.
-ptb-testapp --threads 4 --mb 16 --seconds 8 > /tmp/t2.out & A=$!
+ptb-testapp --threads 4 --mb 16 --seconds 12 > /tmp/t2.out & A=$!
 wait_start /tmp/t2.out
 before=$(affinities $A)
 ptb attach $A --policy fixed --cycle 200 --quiet 2> /tmp/t2.err & P=$!

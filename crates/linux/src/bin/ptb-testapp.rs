@@ -56,12 +56,6 @@ fn main() {
     let buf = Arc::new(buf);
     let expect = checksum(buf.as_slice());
     let addrs = buf.page_addrs();
-    println!(
-        "TESTAPP start pid={} threads={threads} buf={:#x} pages={} checksum={expect:#x}",
-        std::process::id(),
-        addrs[0],
-        addrs.len()
-    );
     let stop = Arc::new(AtomicBool::new(false));
     let bad = Arc::new(AtomicU64::new(0));
     let passes = Arc::new(AtomicU64::new(0));
@@ -88,6 +82,13 @@ fn main() {
             tid
         }));
     }
+    // Printed once the buffer is initialised and every thread is started.
+    println!(
+        "TESTAPP start pid={} threads={threads} buf={:#x} pages={} checksum={expect:#x}",
+        std::process::id(),
+        addrs[0],
+        addrs.len()
+    );
     let t0 = Instant::now();
     while t0.elapsed().as_secs_f64() < seconds {
         if crash >= 0.0 && t0.elapsed().as_secs_f64() >= crash {
