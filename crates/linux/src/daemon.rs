@@ -69,7 +69,8 @@ pub struct Config {
     /// Print the per-cycle summary line on stderr.
     pub summary_lines: bool,
     pub stats: Arc<Mutex<Stats>>,
-    /// Append every applied plan here as a JSON line (`{"cycle", "plan", "page_moves": [[pid, vpn, kernel node]], "report"}`).
+    /// Append every applied plan here as a JSON line (`{"cycle", "plan", "page_moves": [[pid, vpn,
+    /// kernel node]], "thread_moves": [[tid, "cpu list"]], "report"}`).
     pub plan_log: Option<std::path::PathBuf>,
 }
 
@@ -79,7 +80,18 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         return;
     }
     let moves: Vec<(u32, u64, u32)> = plan.pages.iter().map(|p| (p.page.app, p.page.vpn, m.node(p.to).id.0)).collect();
-    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "report": report });
+    let threads: Vec<(u32, String)> = plan
+        .threads
+        .iter()
+        .map(|t| {
+            let cpus = match t.to {
+                ptb_policy::ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
+                ptb_policy::ThreadTarget::Cpu(c) => c.0.to_string(),
+            };
+            (t.tid, cpus)
+        })
+        .collect();
+    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "thread_moves": threads, "report": report });
     let r = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

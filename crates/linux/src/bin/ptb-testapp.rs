@@ -8,9 +8,9 @@
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
 //!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
-//! falls in the dumped buffer must have left the page on the planned node (the last plan
-//! naming a page wins). Prints `TESTAPP check-plans: planned=P ok=K wrong=W` and fails on
-//! any wrong page.
+//! falls in the dumped buffer must have left the page on the planned node, and every thread
+//! move must show as the thread's affinity at the end (the last plan naming a page or thread
+//! wins). Prints what it checked and fails on any mismatch.
 
 use ptb_linux::actuator::query_pages;
 use ptb_linux::sys::{self, AnonBuffer};
@@ -100,9 +100,11 @@ fn main() {
     // Report affinities while the threads are still alive.
     let me = std::process::id();
     let tids: Vec<u32> = ptb_linux::procfs::ProcRoot::live().tasks(me).unwrap_or_default();
+    let mut aff_lines = String::new();
     for tid in &tids {
         let aff = sys::get_affinity(*tid).map(|a| a.to_list()).unwrap_or_else(|e| e.to_string());
         println!("TESTAPP thread tid={tid} cpus={aff}");
+        aff_lines.push_str(&format!("tid {tid} {aff}\n"));
     }
     stop.store(true, Ordering::Relaxed);
     for h in hs {
@@ -121,7 +123,8 @@ fn main() {
     println!("TESTAPP pages {}", text.join(" "));
     if !dump.is_empty() {
         let ps = sys::page_size();
-        let lines: String = addrs.iter().zip(&st).map(|(a, s)| format!("{} {s}\n", a / ps)).collect();
+        let mut lines: String = addrs.iter().zip(&st).map(|(a, s)| format!("{} {s}\n", a / ps)).collect();
+        lines.push_str(&aff_lines);
         if let Err(e) = std::fs::write(&dump, lines) {
             eprintln!("ptb-testapp: writing {dump}: {e}");
         }
@@ -145,6 +148,13 @@ fn check_plans(args: &[String]) -> i32 {
             return 2;
         }
     };
+    let affinity: BTreeMap<u64, String> = dump
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.strip_prefix("tid ")?.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.to_string()))
+        })
+        .collect();
     let nodes: BTreeMap<u64, i64> = dump
         .lines()
         .filter_map(|l| {
@@ -153,8 +163,16 @@ fn check_plans(args: &[String]) -> i32 {
         })
         .collect();
     let mut planned: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut threads: BTreeMap<u64, String> = BTreeMap::new();
     for line in log.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        for t in v["thread_moves"].as_array().into_iter().flatten() {
+            if let (Some(tid), Some(cpus)) = (t[0].as_u64(), t[1].as_str()) {
+                if affinity.contains_key(&tid) {
+                    threads.insert(tid, cpus.to_string());
+                }
+            }
+        }
         for p in v["page_moves"].as_array().into_iter().flatten() {
             if let (Some(vpn), Some(to)) = (p[1].as_u64(), p[2].as_i64()) {
                 if nodes.contains_key(&vpn) {
@@ -164,6 +182,13 @@ fn check_plans(args: &[String]) -> i32 {
         }
     }
     let wrong = planned.iter().filter(|(v, to)| nodes.get(v) != Some(to)).count();
-    println!("TESTAPP check-plans: planned={} ok={} wrong={wrong}", planned.len(), planned.len() - wrong);
-    i32::from(wrong > 0)
+    let twrong = threads.iter().filter(|(t, cpus)| affinity.get(t) != Some(cpus)).count();
+    println!(
+        "TESTAPP check-plans: pages planned={} ok={} wrong={wrong}; threads planned={} ok={} wrong={twrong}",
+        planned.len(),
+        planned.len() - wrong,
+        threads.len(),
+        threads.len() - twrong
+    );
+    i32::from(wrong + twrong > 0)
 }
