@@ -239,8 +239,8 @@ impl Policy for Ptb {
             return plan;
         }
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
-        self.table.ingest(snap, self.p.decay);
-        let demand = model::demand(snap, period);
+        let traffic = self.table.ingest(snap, self.p.decay);
+        let demand = model::demand(snap, &traffic, period);
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);
         if demand.share < self.p.gate {
@@ -307,7 +307,7 @@ impl Ptb {
             from: Vec<f64>,
         }
         let mut cands: Vec<Cand> = Vec::new();
-        for key in self.table.keys_by_weight() {
+        for key in self.table.keys_by_weight(p.min_samples) {
             let range = self.table.range_of(key, snap.regions);
             let Some(c) = self.table.get_mut(key) else { continue };
             if c.total() < p.min_samples {

@@ -36,7 +36,7 @@ pub struct Region {
 /// Where pages live: the node of every page sampled this cycle (and possibly more).
 #[derive(Clone, Debug, Default)]
 pub struct PageLocations {
-    map: HashMap<PageKey, NodeIdx>,
+    map: HashMap<PageKey, NodeIdx, ptb_profile::histogram::FxBuild>,
 }
 
 impl PageLocations {
@@ -60,7 +60,9 @@ impl PageLocations {
 
 impl FromIterator<(PageKey, NodeIdx)> for PageLocations {
     fn from_iter<I: IntoIterator<Item = (PageKey, NodeIdx)>>(iter: I) -> Self {
-        PageLocations { map: iter.into_iter().collect() }
+        let mut map = HashMap::with_hasher(ptb_profile::histogram::FxBuild::default());
+        map.extend(iter);
+        PageLocations { map }
     }
 }
 

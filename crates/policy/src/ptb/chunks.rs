@@ -6,6 +6,9 @@ use ptb_profile::AppId;
 use ptb_topology::NodeIdx;
 use std::collections::HashMap;
 
+/// Per-node counts (inline up to 8 nodes: no allocation per chunk on common machines).
+pub type Counts = smallvec::SmallVec<[f32; 8]>;
+
 /// A chunk: `chunk_pages` consecutive pages of one application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ChunkKey {
@@ -25,9 +28,9 @@ pub enum Target {
 #[derive(Clone, Debug)]
 pub struct ChunkState {
     /// Decayed sample counts by node of the accessing thread.
-    pub by_src: Vec<f64>,
+    pub by_src: Counts,
     /// Decayed sample counts by node holding the sampled page.
-    pub by_home: Vec<f64>,
+    pub by_home: Counts,
     /// Target the chunk was last moved to.
     pub placed: Option<Target>,
     /// Target seen in the last cycles and for how many cycles in a row.
@@ -37,14 +40,17 @@ pub struct ChunkState {
 
 impl ChunkState {
     pub fn total(&self) -> f64 {
-        self.by_src.iter().sum()
+        self.by_src.iter().map(|&x| x as f64).sum()
     }
 
     /// The node issuing most accesses and its share.
     pub fn top_node(&self) -> (NodeIdx, f64) {
         let total = self.total();
         let (i, v) =
-            self.by_src.iter().enumerate().fold((0, f64::MIN), |best, (i, &v)| if v > best.1 { (i, v) } else { best });
+            self.by_src
+                .iter()
+                .enumerate()
+                .fold((0, f64::MIN), |best, (i, &v)| if v as f64 > best.1 { (i, v as f64) } else { best });
         (NodeIdx::from_ix(i), if total > 0.0 { v / total } else { 0.0 })
     }
 
@@ -56,8 +62,20 @@ impl ChunkState {
 
     /// Shares of the accesses by issuing node.
     pub fn src_shares(&self) -> Vec<f64> {
-        normalise(&self.by_src)
+        normalise(&self.by_src.iter().map(|&x| x as f64).collect::<Vec<_>>())
     }
+}
+
+/// Dense node index of every CPU id (u16::MAX for ids that are no CPU of the machine).
+pub fn cpu_to_node(m: &ptb_topology::Machine) -> Vec<u16> {
+    let max_cpu = m.cpus().last().map_or(0, |c| c.0 as usize);
+    let mut v = vec![u16::MAX; max_cpu + 1];
+    for n in &m.nodes {
+        for c in n.cpus.iter() {
+            v[c.0 as usize] = n.idx.0;
+        }
+    }
+    v
 }
 
 /// Normalise to shares (all zero stays all zero).
@@ -81,12 +99,12 @@ pub struct Range {
 #[derive(Debug)]
 pub struct ChunkTable {
     chunk_pages: u64,
-    map: HashMap<ChunkKey, ChunkState>,
+    map: HashMap<ChunkKey, ChunkState, ptb_profile::histogram::FxBuild>,
 }
 
 impl ChunkTable {
     pub fn new(chunk_pages: u64) -> Self {
-        ChunkTable { chunk_pages: chunk_pages.max(1), map: HashMap::new() }
+        ChunkTable { chunk_pages: chunk_pages.max(1), map: HashMap::default() }
     }
 
     pub fn len(&self) -> usize {
@@ -94,46 +112,51 @@ impl ChunkTable {
     }
 
     /// Decay old evidence, add this cycle's samples, drop chunks whose evidence faded.
-    pub fn ingest(&mut self, snap: &Snapshot, decay: f64) {
+    /// Returns the sampled traffic matrix: samples from threads on node s (row) to pages on
+    /// node d (column); pages of unknown location count on the thread's node. One pass over
+    /// the samples does both.
+    pub fn ingest(&mut self, snap: &Snapshot, decay: f64) -> Vec<Vec<f64>> {
         let m = snap.machine;
         let nn = m.n_nodes();
         for c in self.map.values_mut() {
-            c.by_src.iter_mut().for_each(|x| *x *= decay);
-            c.by_home.iter_mut().for_each(|x| *x *= decay);
+            let d = decay as f32;
+            c.by_src.iter_mut().for_each(|x| *x *= d);
+            c.by_home.iter_mut().for_each(|x| *x *= d);
         }
-        let max_cpu = m.cpus().last().map_or(0, |c| c.0 as usize);
-        let mut cpu_node = vec![u16::MAX; max_cpu + 1];
-        for n in &m.nodes {
-            for c in n.cpus.iter() {
-                cpu_node[c.0 as usize] = n.idx.0;
-            }
-        }
+        let cpu_node = cpu_to_node(m);
+        let mut traffic = vec![vec![0.0; nn]; nn];
+        let shift = m.page_size.trailing_zeros();
         for s in snap.samples {
             let Some(&src) = cpu_node.get(s.cpu.0 as usize) else { continue };
             if src == u16::MAX {
                 continue;
             }
-            let page = s.page(m.page_size);
+            let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
             let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
+            let home = snap.pages.get(page);
+            traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
             let c = self.map.entry(key).or_insert_with(|| ChunkState {
-                by_src: vec![0.0; nn],
-                by_home: vec![0.0; nn],
+                by_src: smallvec::smallvec![0.0; nn],
+                by_home: smallvec::smallvec![0.0; nn],
                 placed: None,
                 pending: None,
                 decay,
             });
             c.by_src[src as usize] += 1.0;
-            if let Some(home) = snap.pages.get(page) {
-                c.by_home[home.ix()] += 1.0;
+            if let Some(h) = home {
+                c.by_home[h.ix()] += 1.0;
             }
         }
         self.map.retain(|_, c| c.total() >= 0.05);
+        traffic
     }
 
-    /// Keys, heaviest first (ties by key, so the order is deterministic).
-    pub fn keys_by_weight(&self) -> Vec<ChunkKey> {
-        let mut v: Vec<(ChunkKey, f64)> = self.map.iter().map(|(k, c)| (*k, c.total())).collect();
-        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    /// Keys of chunks with at least `min` decayed samples, heaviest first (ties by key, so
+    /// the order is deterministic).
+    pub fn keys_by_weight(&self, min: f64) -> Vec<ChunkKey> {
+        let mut v: Vec<(ChunkKey, f64)> =
+            self.map.iter().map(|(k, c)| (*k, c.total())).filter(|(_, t)| *t >= min).collect();
+        v.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         v.into_iter().map(|(k, _)| k).collect()
     }
 

@@ -66,21 +66,13 @@ pub fn path_capacity_bytes(m: &Machine) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Traffic per node and per path from this cycle's samples (pages of unknown location are
-/// counted where the accessing thread runs).
-pub fn demand(snap: &Snapshot, period: u64) -> Demand {
+/// Traffic per node and per path from the cycle's sampled traffic matrix (samples from
+/// node s to pages on node d), scaled by the sampling period to accesses per second.
+pub fn demand(snap: &Snapshot, traffic: &[Vec<f64>], period: u64) -> Demand {
     let m = snap.machine;
-    let nn = m.n_nodes();
-    let secs = snap.cycle.as_secs_f64().max(1e-6);
-    let mut per_node = vec![0.0; nn];
-    let mut per_path = vec![vec![0.0; nn]; nn];
-    let w = period as f64 / secs;
-    for s in snap.samples {
-        let Some(src) = m.node_of_cpu(s.cpu) else { continue };
-        let home = snap.pages.get(s.page(m.page_size)).unwrap_or(src);
-        per_node[home.ix()] += w;
-        per_path[src.ix()][home.ix()] += w;
-    }
+    let w = period as f64 / snap.cycle.as_secs_f64().max(1e-6);
+    let per_path: Vec<Vec<f64>> = traffic.iter().map(|r| r.iter().map(|x| x * w).collect()).collect();
+    let per_node: Vec<f64> = (0..m.n_nodes()).map(|d| per_path.iter().map(|r| r[d]).sum()).collect();
     let cap: f64 = capacity_bytes(m).iter().sum();
     let total_bytes: f64 = per_node.iter().sum::<f64>() * m.line_size as f64;
     Demand { per_node, per_path, share: if cap > 0.0 { total_bytes / cap } else { 0.0 } }
@@ -124,8 +116,8 @@ pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], nn: usize) -> Vec<f6
 
 /// Best estimate of where the chunk's pages are now.
 pub fn current_shares(c: &ChunkState, resident: &[f64]) -> Vec<f64> {
-    if c.by_home.iter().sum::<f64>() > 0.0 {
-        normalise(&c.by_home)
+    if c.by_home.iter().any(|&x| x > 0.0) {
+        normalise(&c.by_home.iter().map(|&x| x as f64).collect::<Vec<_>>())
     } else {
         resident.to_vec()
     }
