@@ -177,6 +177,7 @@ fn start_spreads_only_where_local_paths_are_narrow() {
     };
     assert!(matches!(start("opteron6272-4n"), AllocPolicy::Interleave(ref n) if n.len() == 4));
     assert_eq!(start("broadwell-cod-4n"), AllocPolicy::FirstTouch);
+    assert_eq!(start("opteron6272-8n"), AllocPolicy::FirstTouch);
     // A CXL node with a sixth of the bandwidth gets a proportionally small weight when spread.
     let m = ptb_topology::presets::get("cxl-1s").unwrap();
     let w = spread_weights(&m, &m.memory_nodes()).unwrap();
