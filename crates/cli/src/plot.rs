@@ -19,7 +19,7 @@ static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 /// Register the bundled font as plotters' `sans-serif` (once per process).
-fn ensure_font() {
+pub(crate) fn ensure_font() {
     REGISTER.call_once(|| {
         // The font is compiled in and known to parse; a failure would only lose text.
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
@@ -41,7 +41,7 @@ pub fn viridis(t: f64) -> RGBColor {
 }
 
 /// Ten distinct series colours (Tableau 10).
-const PALETTE: [RGBColor; 10] = [
+pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -67,7 +67,7 @@ pub fn fmt_value(v: f64) -> String {
     }
 }
 
-fn text_style(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
+pub(crate) fn text_style(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
     ("sans-serif", size).into_font().color(color).pos(Pos::new(h, v))
 }
 
@@ -98,7 +98,7 @@ fn both(
     Ok(())
 }
 
-fn de<E: std::fmt::Display>(e: E) -> anyhow::Error {
+pub(crate) fn de<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing failed: {e}")
 }
 

@@ -2,62 +2,19 @@
 //! access map of a run, controller and link utilisation, and pages moved per policy cycle.
 //!
 //! Layout is computed by hand in pixels (cells, bars, labels, legend) so every label is shown
-//! once and in full. Text uses DejaVu Sans bundled in the binary and registered with plotters,
-//! so nothing needs fontconfig or system fonts at run time.
+//! once and in full. The bundled font, colours, tick and text helpers come from [`crate::plot`].
 
+use crate::plot::{de, ensure_font, nice_ticks, text_style as ts, viridis, PALETTE};
 use crate::report::model::{AccessMapRec, ControllerRec, LinkRec};
 use crate::report::stats::Summary;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::{HPos, VPos};
 use std::path::Path;
-use std::sync::Once;
 
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-static REGISTER: Once = Once::new();
-
-fn ensure_font() {
-    REGISTER.call_once(|| {
-        // The font is compiled in and known to parse; a failure would only lose text.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
-}
-
-/// Ten distinct series colours (Tableau 10).
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
 const GREY: RGBColor = RGBColor(90, 90, 90);
 const GRID: RGBColor = RGBColor(225, 225, 225);
-
-/// Colour of `t` in 0..=1 on the viridis scale (five stops).
-fn viridis(t: f64) -> RGBColor {
-    const V: [(f64, f64, f64); 5] =
-        [(68.0, 1.0, 84.0), (59.0, 82.0, 139.0), (33.0, 145.0, 140.0), (94.0, 201.0, 98.0), (253.0, 231.0, 37.0)];
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * 4.0;
-    let i = (t.floor() as usize).min(3);
-    let f = t - i as f64;
-    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
-    RGBColor(mix(V[i].0, V[i + 1].0), mix(V[i].1, V[i + 1].1), mix(V[i].2, V[i + 1].2))
-}
-
-fn ts(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
-    ("sans-serif", size).into_font().color(color).pos(Pos::new(h, v))
-}
-
-fn de<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow!("drawing failed: {e}")
-}
 
 type Area<'a, DB> = DrawingArea<DB, Shift>;
 
@@ -82,24 +39,6 @@ fn write<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<(String, String)>
     fig.draw(&area)?;
     area.present().map_err(de).with_context(|| format!("writing {}", p.display()))?;
     Ok((png, svg))
-}
-
-/// "Nice" axis ticks (1, 2, 5 x 10^k) covering `lo..=hi`.
-pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
-    let span = (hi - lo).abs().max(1e-12);
-    let raw = span / target.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| span / s <= target as f64).unwrap_or(10.0 * mag);
-    let mut v = Vec::new();
-    let mut x = (lo / step).floor() * step;
-    while x <= hi + step * 1e-9 && v.len() < 100 {
-        v.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
-        x += step;
-    }
-    if v.last().is_some_and(|l| *l < hi) {
-        v.push(x);
-    }
-    v
 }
 
 fn fmt_tick(v: f64) -> String {
