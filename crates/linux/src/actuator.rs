@@ -10,7 +10,8 @@
 //! batches are spread over worker threads (std scoped threads). Before any move, pages over
 //! the migration budget or over a node's headroom (free memory minus a reserve, read from
 //! sysfs) are dropped and counted. Every per-page status from the kernel is counted by name
-//! (ENOENT, EBUSY, ENOMEM, EACCES, EFAULT, ...), never fatal. Range actions (move a range,
+//! (ENOENT, EBUSY, ENOMEM, EACCES, EFAULT, ...), never fatal; failures that may pass (ENOENT,
+//! EBUSY, EAGAIN, left in place) are retried on the next three applies. Range actions (move a range,
 //! interleave it, weighted interleave) are expanded into page moves over the resident pages
 //! of the range: mbind(2) only acts on the caller's own address space, so for a managed
 //! process ranges go through move_pages; mbind is used where ptb owns the memory.
@@ -53,6 +54,9 @@ pub struct MoveCounts {
     pub failed: BTreeMap<String, u64>,
     /// move_pages calls made.
     pub calls: u64,
+    /// Every page that did not move: (address, kernel node wanted, status: -errno, or the
+    /// node it stayed on).
+    pub failed_pages: Vec<(u64, i32, i32)>,
 }
 
 impl MoveCounts {
@@ -64,6 +68,7 @@ impl MoveCounts {
     fn add(&mut self, o: MoveCounts) {
         self.moved += o.moved;
         self.calls += o.calls;
+        self.failed_pages.extend(o.failed_pages);
         for (k, v) in o.failed {
             *self.failed.entry(k).or_default() += v;
         }
@@ -105,16 +110,77 @@ fn move_batch(pid: u32, addrs: &[u64], nodes: &[i32]) -> MoveCounts {
             break;
         }
     }
-    for (s, n) in status.iter().zip(nodes) {
+    for ((s, n), a) in status.iter().zip(nodes).zip(addrs) {
         if *s == *n {
             c.moved += 1;
-        } else if *s < 0 {
-            c.fail(&sys::errno_name(-*s), 1);
-        } else {
-            c.fail("not-moved", 1);
+            continue;
         }
+        c.fail(&failure_name(*s), 1);
+        c.failed_pages.push((*a, *n, *s));
     }
     c
+}
+
+/// The reason a page did not move, from its move_pages status.
+fn failure_name(status: i32) -> String {
+    if status < 0 {
+        sys::errno_name(-status)
+    } else {
+        "not-moved".into()
+    }
+}
+
+/// A failure that may pass by the next cycle: the page was not present (swapped, or under a
+/// protection such as a NUMA hinting fault: kernels from 6.2 to 6.5 answer ENOENT for those),
+/// busy, or left in place by the kernel for a transient reason.
+fn may_pass(status: i32) -> bool {
+    status >= 0 || status == -libc::ENOENT || status == -libc::EBUSY || status == -libc::EAGAIN
+}
+
+/// Pages retried this many cycles after a failure that may pass are given up.
+const RETRY_CYCLES: u8 = 3;
+
+/// Page moves that failed for a reason that may pass, to try again on the next cycles.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RetryQueue {
+    /// (pid, address) -> (kernel node, tries so far).
+    pages: BTreeMap<(u32, u64), (i32, u8)>,
+}
+
+impl RetryQueue {
+    /// Take every queued move the new plan does not mention (a page it moves again starts
+    /// afresh), appending it to `moves`; returns the tries so far of each one taken.
+    fn take_into(&mut self, moves: &mut BTreeMap<u32, Vec<(u64, i32)>>) -> BTreeMap<(u32, u64), u8> {
+        let planned: std::collections::BTreeSet<(u32, u64)> =
+            moves.iter().flat_map(|(pid, ms)| ms.iter().map(move |(a, _)| (*pid, *a))).collect();
+        let mut tries = BTreeMap::new();
+        for ((pid, a), (n, t)) in std::mem::take(&mut self.pages) {
+            if !planned.contains(&(pid, a)) {
+                moves.entry(pid).or_default().push((a, n));
+                tries.insert((pid, a), t);
+            }
+        }
+        tries
+    }
+    /// A move failed with `status`: queue it again while it may pass and tries are left.
+    fn failed(&mut self, pid: u32, addr: u64, node: i32, status: i32, tries_before: u8) {
+        let t = tries_before + 1;
+        if may_pass(status) && t <= RETRY_CYCLES {
+            self.pages.insert((pid, addr), (node, t));
+        }
+    }
+    fn len(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+/// What the last `apply` tried, page by page (kept only when asked, for plan logs and tests).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Journal {
+    /// (pid, virtual page number, kernel node) of every page move attempted.
+    pub attempted: Vec<(u32, u64, i32)>,
+    /// (pid, virtual page number, reason) of every attempted move that failed.
+    pub failed: Vec<(u32, u64, String)>,
 }
 
 /// Move pages of process `pid` ((address, kernel node) pairs) in batches of `batch`, spread
@@ -175,6 +241,10 @@ pub struct LinuxActuator {
     budget_pages: Option<u64>,
     /// Threads that could not be moved (gone, refused), by reason.
     pub thread_failures: BTreeMap<String, u64>,
+    /// Page moves that failed for a reason that may pass.
+    retry: RetryQueue,
+    /// Page-level record of the last apply, when `keep_journal` was called.
+    journal: Option<Journal>,
 }
 
 impl LinuxActuator {
@@ -197,7 +267,24 @@ impl LinuxActuator {
             saved: BTreeMap::new(),
             budget_pages: None,
             thread_failures: BTreeMap::new(),
+            retry: RetryQueue::default(),
+            journal: None,
         })
+    }
+
+    /// Keep a page-level journal of every apply from now on.
+    pub fn keep_journal(&mut self) {
+        self.journal.get_or_insert_with(Journal::default);
+    }
+
+    /// What the last apply tried and what failed (None unless `keep_journal` was called).
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Pages waiting to be retried.
+    pub fn pending_retries(&self) -> usize {
+        self.retry.len()
     }
 
     /// Set how many pages the next `apply` may move (the daemon refills it every cycle).
@@ -342,12 +429,22 @@ impl Actuator for LinuxActuator {
             moves.entry(r.app).or_default().extend(m);
             report.ranges_applied += 1;
         }
+        // Earlier failures that may have passed, unless this plan says something new about the
+        // page. A page the plan moves again starts its retries afresh.
+        let tries = self.retry.take_into(&mut moves);
+        report.pages_retried = tries.len() as u64;
         let mut headroom = BTreeMap::new();
         for n in &self.machine.nodes {
             let free = self.root.node_free_bytes(n.id.0).unwrap_or(0);
             headroom.insert(n.id.0 as i32, free.saturating_sub(self.cfg.reserve_bytes) / ps);
         }
         let admitted = admit(moves, self.budget_pages, &headroom, &mut report);
+        if let Some(j) = &mut self.journal {
+            *j = Journal::default();
+            for (pid, ms) in &admitted {
+                j.attempted.extend(ms.iter().map(|(a, n)| (*pid, a / ps, *n)));
+            }
+        }
         let mut used = 0;
         for (pid, ms) in admitted {
             let c = move_pages_batched(pid, &ms, self.cfg.workers, self.cfg.batch);
@@ -355,6 +452,12 @@ impl Actuator for LinuxActuator {
             report.pages_moved += c.moved;
             for (k, v) in c.failed {
                 *report.pages_failed.entry(k).or_default() += v;
+            }
+            for (a, n, st) in c.failed_pages {
+                self.retry.failed(pid, a, n, st, tries.get(&(pid, a)).copied().unwrap_or(0));
+                if let Some(j) = &mut self.journal {
+                    j.failed.push((pid, a / ps, failure_name(st)));
+                }
             }
         }
         if let Some(b) = &mut self.budget_pages {
@@ -456,6 +559,35 @@ mod tests {
         let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=1").unwrap();
         let e = LinuxActuator::new(m, ProcRoot::live(), ActuatorConfig::default()).err().unwrap();
         assert!(e.contains("cannot drive real moves"), "{e}");
+    }
+
+    #[test]
+    fn failures_that_may_pass_are_retried_three_cycles_and_a_new_plan_wins() {
+        let mut q = RetryQueue::default();
+        q.failed(1, 0x1000, 2, -libc::ENOENT, 0);
+        q.failed(1, 0x2000, 2, -libc::EBUSY, 0);
+        q.failed(1, 0x3000, 2, -libc::EFAULT, 0); // gone for good: not retried
+        q.failed(1, 0x4000, 2, -libc::ENOMEM, 0);
+        q.failed(1, 0x5000, 2, 0, 0); // the kernel left it on node 0
+        assert_eq!(q.len(), 3);
+        // The next plan moves 0x2000 elsewhere: that wins; the other two are taken.
+        let mut moves = BTreeMap::from([(1u32, vec![(0x2000u64, 3i32)])]);
+        let tries = q.take_into(&mut moves);
+        assert_eq!(tries.len(), 2);
+        assert_eq!(moves[&1], vec![(0x2000, 3), (0x1000, 2), (0x5000, 2)]);
+        assert_eq!(q.len(), 0);
+        // 0x1000 keeps failing: queued after tries 1 and 2, given up after the third.
+        let mut t = 1;
+        loop {
+            q.failed(1, 0x1000, 2, -libc::ENOENT, t);
+            let mut m = BTreeMap::new();
+            let got = q.take_into(&mut m);
+            if got.is_empty() {
+                break;
+            }
+            t = got[&(1, 0x1000)];
+        }
+        assert_eq!(t, RETRY_CYCLES);
     }
 
     #[test]

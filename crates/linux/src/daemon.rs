@@ -70,16 +70,28 @@ pub struct Config {
     pub summary_lines: bool,
     pub stats: Arc<Mutex<Stats>>,
     /// Append every applied plan here as a JSON line (`{"cycle", "plan", "page_moves": [[pid, vpn,
-    /// kernel node]], "thread_moves": [[tid, "cpu list"]], "report"}`).
+    /// kernel node]], "page_failures": [[pid, vpn, "ENOENT"]], "thread_moves": [[tid, "cpu
+    /// list"]], "report"}`). With a real actuator the page moves are the pages tried (ranges
+    /// expanded, retries of earlier failures included).
     pub plan_log: Option<std::path::PathBuf>,
 }
 
-fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyReport) {
+fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyReport, act: &Act) {
     let Some(path) = &cfg.plan_log else { return };
-    if plan.is_empty() {
+    let journal = match act {
+        Act::Real(a) => a.journal(),
+        Act::DryRun(_) => None,
+    };
+    if plan.is_empty() && journal.is_none_or(|j| j.attempted.is_empty()) {
         return;
     }
-    let moves: Vec<(u32, u64, u32)> = plan.pages.iter().map(|p| (p.page.app, p.page.vpn, m.node(p.to).id.0)).collect();
+    // The real actuator's journal has the pages actually tried (ranges expanded, retries
+    // included) and which failed; a dry run logs the plan's own page moves.
+    let moves: Vec<(u32, u64, i64)> = match journal {
+        Some(j) => j.attempted.iter().map(|(p, v, n)| (*p, *v, i64::from(*n))).collect(),
+        None => plan.pages.iter().map(|p| (p.page.app, p.page.vpn, i64::from(m.node(p.to).id.0))).collect(),
+    };
+    let failures = journal.map(|j| j.failed.clone()).unwrap_or_default();
     let threads: Vec<(u32, String)> = plan
         .threads
         .iter()
@@ -91,7 +103,8 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
             (t.tid, cpus)
         })
         .collect();
-    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "thread_moves": threads, "report": report });
+    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "page_failures": failures,
+                                   "thread_moves": threads, "report": report });
     let r = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -173,6 +186,7 @@ fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Opti
 fn merge(stats: &mut Stats, r: &ApplyReport) {
     stats.threads_moved += r.threads_moved;
     stats.pages_moved += r.pages_moved;
+    stats.pages_retried += r.pages_retried;
     for (k, v) in &r.pages_failed {
         *stats.pages_failed.entry(k.clone()).or_default() += v;
     }
@@ -228,7 +242,7 @@ pub fn run(
         match validate_plan(&first, &snap) {
             Ok(()) => {
                 let r = act.apply(&first).map_err(|e| format!("applying the start plan: {e}"))?;
-                log_plan(cfg, machine, 0, &first, &r);
+                log_plan(cfg, machine, 0, &first, &r, &act);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
                 eprintln!(
@@ -337,7 +351,7 @@ pub fn run(
                     Err(e) => tracing::warn!(error = %e, "applying the plan failed (target gone?)"),
                 }
                 report.seconds = ta.elapsed().as_secs_f64();
-                log_plan(cfg, machine, n, &plan, &report);
+                log_plan(cfg, machine, n, &plan, &report, &act);
             }
             Err(e) => {
                 refused = true;

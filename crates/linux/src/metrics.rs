@@ -18,6 +18,8 @@ pub struct Stats {
     pub samples_lost: u64,
     pub threads_moved: u64,
     pub pages_moved: u64,
+    /// Page moves tried again after a failure that may pass (ENOENT, EBUSY, EAGAIN).
+    pub pages_retried: u64,
     /// Pages not moved, by reason.
     pub pages_failed: BTreeMap<String, u64>,
     /// Thread moves that failed, by reason.
@@ -39,6 +41,7 @@ fn metrics(s: &Stats) -> Vec<(&'static str, &'static str, f64)> {
         ("ptb_samples_lost_total", "Samples the kernel reported lost", s.samples_lost as f64),
         ("ptb_threads_moved_total", "Thread moves applied", s.threads_moved as f64),
         ("ptb_pages_moved_total", "Pages migrated", s.pages_moved as f64),
+        ("ptb_pages_retried_total", "Page moves tried again after a failure that may pass", s.pages_retried as f64),
         ("ptb_plans_refused_total", "Plans refused by validation", s.plans_refused as f64),
         ("ptb_cycles_paused_total", "Cycles skipped outside the region of interest", s.cycles_paused as f64),
         ("ptb_decision_seconds", "Policy decision time of the last cycle", s.last_decision_ms / 1000.0),

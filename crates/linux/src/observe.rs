@@ -83,6 +83,10 @@ pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, Pr
                 }
             }
         }
+        // A guard page or an address-space reservation holds nothing to place.
+        if mp.no_access() && resident.iter().all(|c| *c == 0) {
+            continue;
+        }
         out.push(Region {
             app: pid,
             start_vpn: mp.start / m.page_size,

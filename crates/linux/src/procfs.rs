@@ -50,8 +50,16 @@ pub struct Mapping {
 impl Mapping {
     /// Private writable memory without a backing file (heap, anonymous mmap, stack): the
     /// pages worth placing.
+    /// Private anonymous data: not shared, not file-backed, not executable, not the vDSO/vvar.
+    /// The permission bits may be none at all for a while (a program that protects its own
+    /// pages to catch accesses, as a garbage collector or a fault-driven profiler does); such
+    /// a mapping counts only while it has resident pages, which the caller checks.
     pub fn is_anon_data(&self) -> bool {
-        self.read && self.write && !self.shared && self.inode == 0 && !self.path.starts_with("[v")
+        !self.exec && !self.shared && self.inode == 0 && !self.path.starts_with("[v")
+    }
+    /// Mapped without any access (`---p`): a guard or a reservation unless pages are resident.
+    pub fn no_access(&self) -> bool {
+        !self.read && !self.write && !self.exec
     }
 }
 
@@ -312,6 +320,15 @@ mod tests {
     const STATUS: &str = include_str!("../tests/fixtures/status.txt");
     const STAT: &str = include_str!("../tests/fixtures/stat.txt");
     const MEMINFO: &str = include_str!("../tests/fixtures/node0_meminfo.txt");
+
+    #[test]
+    fn protected_anonymous_memory_is_data_and_code_is_not() {
+        let m =
+            parse_maps("7f00000000-7f00001000 ---p 00000000 00:00 0 \n7f00001000-7f00002000 r-xp 00000000 00:00 0 \n")
+                .unwrap();
+        assert!(m[0].is_anon_data() && m[0].no_access());
+        assert!(!m[1].is_anon_data() && !m[1].no_access());
+    }
 
     #[test]
     fn parses_captured_maps() {

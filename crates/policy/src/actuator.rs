@@ -24,6 +24,9 @@ pub struct ApplyReport {
     /// Pages not moved, by reason (e.g. `ENOENT`, `EBUSY`, `budget`, `headroom`).
     pub pages_failed: BTreeMap<String, u64>,
     pub ranges_applied: u64,
+    /// Pages tried again after an earlier failure that may pass (e.g. EBUSY).
+    #[serde(default)]
+    pub pages_retried: u64,
     /// Time the moves cost (simulated seconds in the simulator; wall seconds on Linux).
     pub seconds: f64,
 }

@@ -29,6 +29,10 @@
 //! 6. **Quiet mode**: after `quiet_after` cycles without moves the sampling period grows
 //!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
 //!
+//! With only fault samples (the software page-fault source on a machine without a PMU) the
+//! access rate is unknown: the gate and the payback test are skipped and placement follows
+//! locality and sharing alone, still with evidence thresholds and hysteresis.
+//!
 //! Threads are left where the scheduler put them: in the simulated suite they already run
 //! one per CPU, and moving pages to threads is cheaper than the reverse for the programs
 //! whose data was placed by first touch.
@@ -248,12 +252,17 @@ impl Policy for Ptb {
         let demand = model::demand(snap, &traffic, period);
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);
-        if demand.share < self.p.gate {
+        // Page-fault and hinting-fault samples say who touched a page, not how often: the
+        // memory intensity is unknown, so neither the gate nor the payback test can be priced.
+        let unpriced = fault_driven(snap);
+        if unpriced {
+            plan.stats.insert("fault_samples_unpriced".into(), 1.0);
+        } else if demand.share < self.p.gate {
             plan.stats.insert("gated_compute_bound".into(), 1.0);
             self.after_cycle(&mut plan, 0);
             return plan;
         }
-        let moves = self.choose_moves(snap, &demand, period, &mem_nodes, &mut plan.stats);
+        let moves = self.choose_moves(snap, &demand, period, &mem_nodes, unpriced, &mut plan.stats);
         let n_moves = moves.len();
         plan.ranges = moves;
         plan.stats.insert("chunk_moves".into(), n_moves as f64);
@@ -296,6 +305,7 @@ impl Ptb {
         demand: &model::Demand,
         period: u64,
         mem_nodes: &[NodeIdx],
+        unpriced: bool,
         stats: &mut std::collections::BTreeMap<String, f64>,
     ) -> Vec<RangeAction> {
         let m = snap.machine;
@@ -382,7 +392,7 @@ impl Ptb {
                     - model::LoadModel::mean_latency(later, &c.src, &to))
                 / p.mlp;
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, &weights);
-            if cost > 0.0 && saving_ns_per_s * p.horizon_s < p.payback * cost {
+            if !unpriced && cost > 0.0 && saving_ns_per_s * p.horizon_s < p.payback * cost {
                 continue;
             }
             *stats.entry(if bound { "moves_bandwidth_bound" } else { "moves_latency_bound" }.into()).or_default() +=
@@ -402,6 +412,14 @@ impl Ptb {
         }
         out
     }
+}
+
+/// Every sample of the cycle is a page fault or a hinting fault (a software source without a
+/// PMU): evidence of which node touches a page, with no access rate behind it.
+fn fault_driven(snap: &Snapshot) -> bool {
+    use ptb_profile::SampleKind;
+    !snap.samples.is_empty()
+        && snap.samples.iter().all(|s| matches!(s.kind, SampleKind::PageFault | SampleKind::HintFault))
 }
 
 /// Bandwidth-proportional weights when the memory nodes differ by more than 25% in

@@ -169,7 +169,11 @@ pub fn manage(
         if let Some(w) = a.workers {
             cfg.workers = w.max(1);
         }
-        Act::Real(Box::new(LinuxActuator::new(p.machine.clone(), p.root.clone(), cfg).map_err(anyhow::Error::msg)?))
+        let mut real = LinuxActuator::new(p.machine.clone(), p.root.clone(), cfg).map_err(anyhow::Error::msg)?;
+        if a.plan_log.is_some() {
+            real.keep_journal();
+        }
+        Act::Real(Box::new(real))
     };
     let cfg = Config {
         cycle: a.cycle.map(Duration::from_millis),

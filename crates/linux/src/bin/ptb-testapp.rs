@@ -1,21 +1,27 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
-//! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]`:
+//! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
+//! [--partition] [--refault-ms MS [--refault-parts K]] [--churn-kb K]`:
 //! the main thread initialises a buffer (so first touch puts it on its node), then N threads
-//! read all of it over and over and check its checksum. At the end it prints, on lines
+//! read all of it over and over and check its checksum (`--partition`: thread i reads only
+//! the i-th slice). `--refault-ms` makes the accesses visible to a page-fault sample source
+//! the way the kernel's NUMA hinting faults do: every MS milliseconds the main thread
+//! protects the whole buffer (or the next of K parts, like the kernel's scan window), and the SIGSEGV handler unprotects each page as a reader first
+//! touches it, so every such access is a page fault with the reader's TID and address. At the end it prints, on lines
 //! starting with `TESTAPP`: whether every checksum matched, where the buffer's pages are
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
 //!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
-//! falls in the dumped buffer must have left the page on the planned node, and every thread
+//! falls in the dumped buffer must have left the page on the planned node (unless the log
+//! reports that move as failed), and every thread
 //! move must show as the thread's affinity at the end (the last plan naming a page or thread
 //! wins). Prints what it checked and fails on any mismatch.
 
 use ptb_linux::actuator::query_pages;
 use ptb_linux::sys::{self, AnonBuffer};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +32,54 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
 fn checksum(data: &[u8]) -> u64 {
     data.chunks_exact(8)
         .fold(0u64, |acc, c| acc.wrapping_mul(31).wrapping_add(u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))))
+}
+
+/// The buffer `--refault-ms` protects: [start, end).
+static REFAULT_START: AtomicUsize = AtomicUsize::new(0);
+static REFAULT_END: AtomicUsize = AtomicUsize::new(0);
+static REFAULTS: AtomicU64 = AtomicU64::new(0);
+static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
+/// SIGSEGV: a fault in the protected buffer unprotects its page and the access is retried;
+/// any other fault restores the default action, so it kills the program as it would have.
+extern "C" fn on_segv(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers; mprotect and signal
+    // are async-signal-safe.
+    unsafe {
+        let addr = (*info).si_addr() as usize;
+        let (lo, hi) = (REFAULT_START.load(Ordering::Relaxed), REFAULT_END.load(Ordering::Relaxed));
+        if addr >= lo && addr < hi {
+            let ps = PAGE.load(Ordering::Relaxed);
+            let page = addr & !(ps - 1);
+            libc::mprotect(page as *mut libc::c_void, ps, libc::PROT_READ | libc::PROT_WRITE);
+            REFAULTS.fetch_add(1, Ordering::Relaxed);
+        } else {
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+        }
+    }
+}
+
+fn install_refault_handler(start: usize, len: usize) {
+    PAGE.store(sys::page_size() as usize, Ordering::Relaxed);
+    REFAULT_START.store(start, Ordering::Relaxed);
+    REFAULT_END.store(start + len, Ordering::Relaxed);
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_segv as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Protect (or unprotect) the whole buffer.
+fn protect(start: usize, len: usize, none: bool) {
+    let prot = if none { libc::PROT_NONE } else { libc::PROT_READ | libc::PROT_WRITE };
+    // SAFETY: our own mapping; the handler unprotects pages on access.
+    unsafe {
+        libc::mprotect(start as *mut libc::c_void, len, prot);
+    }
 }
 
 fn main() {
@@ -41,6 +95,9 @@ fn main() {
     // Each reader also keeps faulting in fresh scratch pages (up to this many KiB per thread)
     // so a page-fault sample source sees every thread at work.
     let churn_kb: usize = arg(&args, "--churn-kb", 0);
+    let partition = args.iter().any(|a| a == "--partition");
+    let refault_ms: u64 = arg(&args, "--refault-ms", 0);
+    let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
     let len = mb << 20;
     let mut buf = match AnonBuffer::new(len, 0) {
         Ok(b) => b,
@@ -56,12 +113,28 @@ fn main() {
     let buf = Arc::new(buf);
     let expect = checksum(buf.as_slice());
     let addrs = buf.page_addrs();
+    // Slice of thread i under --partition: whole pages, the last thread takes the rest.
+    let ps = sys::page_size() as usize;
+    let pages_per = (addrs.len() / threads.max(1)).max(1);
+    let slice_of = move |i: usize| -> std::ops::Range<usize> {
+        if !partition {
+            return 0..len;
+        }
+        let a = (i * pages_per * ps).min(len);
+        let b = if i + 1 == threads { len } else { ((i + 1) * pages_per * ps).min(len) };
+        a..b
+    };
+    let expects: Vec<u64> = (0..threads).map(|i| checksum(&buf.as_slice()[slice_of(i)])).collect();
+    if refault_ms > 0 {
+        install_refault_handler(addrs[0] as usize, len);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let bad = Arc::new(AtomicU64::new(0));
     let passes = Arc::new(AtomicU64::new(0));
     let mut hs = vec![];
-    for _ in 0..threads {
+    for (i, &expect) in expects.iter().enumerate() {
         let (buf, stop, bad, passes) = (buf.clone(), stop.clone(), bad.clone(), passes.clone());
+        let range = slice_of(i);
         hs.push(std::thread::spawn(move || {
             let tid = nix::unistd::gettid().as_raw() as u32;
             let mut scratch: std::collections::VecDeque<AnonBuffer> = Default::default();
@@ -74,7 +147,7 @@ fn main() {
                         scratch.push_back(b);
                     }
                 }
-                if checksum(buf.as_slice()) != expect {
+                if checksum(&buf.as_slice()[range.clone()]) != expect {
                     bad.fetch_add(1, Ordering::Relaxed);
                 }
                 passes.fetch_add(1, Ordering::Relaxed);
@@ -90,7 +163,15 @@ fn main() {
         addrs.len()
     );
     let t0 = Instant::now();
+    let mut last_protect = t0;
+    let (part_len, mut part) = ((addrs.len().div_ceil(refault_parts)) * ps, 0usize);
     while t0.elapsed().as_secs_f64() < seconds {
+        if refault_ms > 0 && last_protect.elapsed() >= Duration::from_millis(refault_ms) {
+            let a = (part * part_len).min(len);
+            protect(addrs[0] as usize + a, part_len.min(len - a), true);
+            part = (part + 1) % refault_parts;
+            last_protect = Instant::now();
+        }
         if crash >= 0.0 && t0.elapsed().as_secs_f64() >= crash {
             println!("TESTAPP crashing on purpose");
             std::process::abort();
@@ -109,6 +190,10 @@ fn main() {
     stop.store(true, Ordering::Relaxed);
     for h in hs {
         let _ = h.join();
+    }
+    if refault_ms > 0 {
+        protect(addrs[0] as usize, len, false);
+        println!("TESTAPP refaults={}", REFAULTS.load(Ordering::Relaxed));
     }
     let final_ok = checksum(buf.as_slice()) == expect;
     let st = query_pages(0, &addrs).unwrap_or_default();
@@ -164,6 +249,7 @@ fn check_plans(args: &[String]) -> i32 {
         .collect();
     let mut planned: BTreeMap<u64, i64> = BTreeMap::new();
     let mut threads: BTreeMap<u64, String> = BTreeMap::new();
+    let mut failed: BTreeMap<u64, String> = BTreeMap::new();
     for line in log.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         for t in v["thread_moves"].as_array().into_iter().flatten() {
@@ -177,16 +263,31 @@ fn check_plans(args: &[String]) -> i32 {
             if let (Some(vpn), Some(to)) = (p[1].as_u64(), p[2].as_i64()) {
                 if nodes.contains_key(&vpn) {
                     planned.insert(vpn, to);
+                    failed.remove(&vpn);
+                }
+            }
+        }
+        for p in v["page_failures"].as_array().into_iter().flatten() {
+            if let (Some(vpn), Some(why)) = (p[1].as_u64(), p[2].as_str()) {
+                if nodes.contains_key(&vpn) {
+                    failed.insert(vpn, why.to_string());
                 }
             }
         }
     }
-    let wrong = planned.iter().filter(|(v, to)| nodes.get(v) != Some(to)).count();
+    // A page whose last move failed (and was reported as failed) is not a wrong placement.
+    let off: Vec<u64> = planned.iter().filter(|(v, to)| nodes.get(v) != Some(to)).map(|(v, _)| *v).collect();
+    let nfailed = off.iter().filter(|v| failed.contains_key(v)).count();
+    let wrong = off.len() - nfailed;
+    let mut why: BTreeMap<&str, u64> = BTreeMap::new();
+    for v in off.iter().filter_map(|v| failed.get(v)) {
+        *why.entry(v.as_str()).or_default() += 1;
+    }
     let twrong = threads.iter().filter(|(t, cpus)| affinity.get(t) != Some(cpus)).count();
     println!(
-        "TESTAPP check-plans: pages planned={} ok={} wrong={wrong}; threads planned={} ok={} wrong={twrong}",
+        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}",
         planned.len(),
-        planned.len() - wrong,
+        planned.len() - off.len(),
         threads.len(),
         threads.len() - twrong
     );

@@ -131,6 +131,31 @@ fn compute_bound_programs_are_left_alone() {
 }
 
 #[test]
+fn fault_samples_place_by_locality_without_the_gate() {
+    // The same light evidence as a compute-bound program, but from page faults: the access rate
+    // is unknown, so ptb neither gates nor prices the moves; private slices still go home.
+    let w = world(2048, 0);
+    let mut s = private_slices(2);
+    for x in &mut s {
+        x.kind = SampleKind::PageFault;
+    }
+    let mut p = Ptb::new(PtbParams::default());
+    let plans = run_cycles(&mut p, &w, &s, 1, 4);
+    assert!(plans
+        .iter()
+        .all(|p| p.stats.contains_key("fault_samples_unpriced") && !p.stats.contains_key("gated_compute_bound")));
+    let moves: Vec<_> = plans.iter().flat_map(|p| p.ranges.clone()).collect();
+    for chunk in 1..4u64 {
+        let m = moves.iter().find(|r| r.start_vpn == chunk * 512).expect("chunk moved");
+        assert_eq!(m.op, RangeOp::MoveTo(NodeIdx(chunk as u16)));
+    }
+    // One access sample among them is enough to price the cycle again: the gate applies.
+    s[0].kind = SampleKind::Load;
+    let mut p = Ptb::new(PtbParams::default());
+    assert!(run_cycles(&mut p, &w, &s, 1, 2).iter().all(|p| p.stats.contains_key("gated_compute_bound")));
+}
+
+#[test]
 fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
     let w = world(2048, 0);
     let s = private_slices(200);
