@@ -3,14 +3,15 @@
 # NUMA nodes (4 nodes with one CPU each + 1 CPU-less memory node).
 #
 # 1. installs what it needs (qemu-system-x86, busybox-static, cpio) with apt-get;
-# 2. fetches Debian's kernel package (not installed on the host; unpacked with dpkg -x);
+# 2. fetches Debian's kernel packages (not installed on the host; unpacked with dpkg -x):
+#    the release's own and the backports one (KERNELS="stable backports");
 # 3. builds static `ptb` and `ptb-testapp` (separate target dir target/vm);
 # 4. packs them with busybox and tests/vm/guest-tests.sh into an initramfs and boots it
 #    (TCG when KVM cannot run the guest; ~20 s per boot);
-# 5. passes when the guest prints VMTEST-RESULT=0.
+# 5. boots each kernel and passes when every guest prints VMTEST-RESULT=0.
 #
 # Env: PTB_SKIP_VM=1 skips; VM_WORK (cache dir, default target/vm/work); TIMEOUT (s, 420);
-# NODES (4); MEMONLY (1); NODE_MEM (256M); ACCEL (auto|kvm|tcg).
+# NODES (4); MEMONLY (1); NODE_MEM (256M); ACCEL (auto|kvm|tcg); KERNELS (stable backports).
 # Based on a QEMU NUMA guest recipe (initramfs-only busybox guest, serial console).
 set -euo pipefail
 if [ "${PTB_SKIP_VM:-0}" = 1 ]; then echo "tests/vm: skipped (PTB_SKIP_VM=1)"; exit 0; fi
@@ -36,22 +37,56 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 ! ldd /bin/busybox >/dev/null 2>&1 || { echo "tests/vm: need a static busybox (busybox-static)" >&2; exit 2; }
 
-# ---- 2. guest kernel from Debian's package ------------------------------------
-KD=$W/kernel
-if [ ! -f "$KD/vmlinuz" ]; then
-  pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-  [ -n "$pkg" ] || { apt-get update >/dev/null; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); }
-  log "fetching kernel package $pkg"
-  rm -rf "$KD" "$W/kdl" && mkdir -p "$KD" "$W/kdl"
-  (cd "$W/kdl" && apt-get download "$pkg" >/dev/null 2>&1)
+# ---- 2. guest kernels from Debian's packages ------------------------------------
+# KERNELS lists which: `stable` is the host release's linux-image-amd64 (Debian 12: 6.1), and
+# `backports` the one from bookworm-backports (6.12: weighted interleave, Linux >= 6.9), read
+# through a private apt configuration under $W so the host's sources stay as they are.
+KERNELS=${KERNELS:-stable backports}
+apt_private() {  # apt options for a private source list of suite $1
+  local d=$W/apt-$1
+  echo "-o Dir::Etc::SourceList=$d/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$d/lists -o Dir::Cache=$d/cache"
+}
+fetch_kernel() {  # fetch_kernel NAME DIR: vmlinuz + config (+ vmlinux) into DIR
+  local name=$1 kd=$2 opts="" pkg
+  [ -f "$kd/vmlinuz" ] && return 0
+  if [ "$name" = backports ]; then
+    local d=$W/apt-bpo codename
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+    echo "deb http://deb.debian.org/debian $codename-backports main" > "$d/sources.list"
+    opts=$(apt_private bpo)
+    # shellcheck disable=SC2086
+    apt-get $opts update >/dev/null 2>&1 || { log "cannot read $codename-backports"; return 1; }
+  fi
+  # shellcheck disable=SC2086
+  pkg=$(apt-cache $opts depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  if [ -z "$pkg" ] && [ -z "$opts" ]; then
+    apt-get update >/dev/null
+    pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  fi
+  [ -n "$pkg" ] || { log "no linux-image package for kernel '$name'"; return 1; }
+  log "fetching kernel package $pkg ($name)"
+  rm -rf "$kd" "$W/kdl" && mkdir -p "$kd" "$W/kdl"
+  # shellcheck disable=SC2086
+  (cd "$W/kdl" && apt-get $opts download "$pkg" >/dev/null 2>&1)
   dpkg -x "$W/kdl/$pkg"_*.deb "$W/kdl/x"
-  cp "$W"/kdl/x/boot/vmlinuz-* "$KD/vmlinuz"; cp "$W"/kdl/x/boot/config-* "$KD/config"
+  cp "$W"/kdl/x/boot/vmlinuz-* "$kd/vmlinuz"; cp "$W"/kdl/x/boot/config-* "$kd/config"
   rm -rf "$W/kdl"
-fi
+}
 # An uncompressed vmlinux with a PVH entry boots without the slow (TCG) decompression.
-if [ ! -f "$KD/vmlinux" ] && grep -q '^CONFIG_PVH=y' "$KD/config" && grep -q '^CONFIG_KERNEL_XZ=y' "$KD/config" \
-   && command -v python3 >/dev/null; then
-  KD=$KD python3 - <<'PYEOF' || rm -f "$KD/vmlinux"
+unpack_kernel() {
+  local kd=$1
+  [ -f "$kd/vmlinux" ] || ! grep -q '^CONFIG_PVH=y' "$kd/config" && return 0
+  if grep -q '^CONFIG_KERNEL_ZSTD=y' "$kd/config" && command -v zstd >/dev/null && command -v python3 >/dev/null; then
+    local off
+    off=$(KD=$kd python3 -c 'import os; d=open(os.environ["KD"]+"/vmlinuz","rb").read(); print(d.find(b"\x28\xb5\x2f\xfd"))')
+    # The zstd frame is followed by the rest of the bzImage: zstd decodes it, then complains.
+    if [ "${off:--1}" -gt 0 ]; then
+      { tail -c +$((off + 1)) "$kd/vmlinuz" | zstd -dcq > "$kd/vmlinux" 2>/dev/null; } || true
+    fi
+    [ "$(head -c 4 "$kd/vmlinux" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || rm -f "$kd/vmlinux"
+  elif grep -q '^CONFIG_KERNEL_XZ=y' "$kd/config" && command -v python3 >/dev/null; then
+    KD=$kd python3 - <<'PYEOF' || rm -f "$kd/vmlinux"
 import lzma, os
 kd = os.environ["KD"]
 d = open(kd + "/vmlinuz", "rb").read()
@@ -59,10 +94,16 @@ i = d.find(b"\xfd7zXZ\x00")
 assert i > 0, "no xz stream"
 open(kd + "/vmlinux", "wb").write(lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(d[i:]))
 PYEOF
-fi
-KIMG=$KD/vmlinuz; [ -s "$KD/vmlinux" ] && KIMG=$KD/vmlinux
-for o in NUMA MIGRATION ACPI_NUMA PERF_EVENTS SERIAL_8250_CONSOLE BLK_DEV_INITRD; do
-  grep -q "^CONFIG_$o=y" "$KD/config" || { echo "tests/vm: guest kernel lacks CONFIG_$o" >&2; exit 2; }
+  fi
+  return 0
+}
+for k in $KERNELS; do
+  kd=$W/kernel-$k; [ "$k" = stable ] && [ -d "$W/kernel" ] && [ ! -d "$kd" ] && mv "$W/kernel" "$kd"
+  fetch_kernel "$k" "$kd" || { echo "tests/vm: could not fetch the '$k' kernel" >&2; exit 2; }
+  unpack_kernel "$kd"
+  for o in NUMA MIGRATION ACPI_NUMA PERF_EVENTS SERIAL_8250_CONSOLE BLK_DEV_INITRD; do
+    grep -q "^CONFIG_$o=y" "$kd/config" || { echo "tests/vm: the '$k' kernel lacks CONFIG_$o" >&2; exit 2; }
+  done
 done
 
 # ---- 3. static ptb + test program --------------------------------------------
@@ -111,14 +152,15 @@ acc=$ACCEL
 if [ "$acc" = auto ]; then
   if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then acc=kvm; else acc=tcg; fi
 fi
-boot() {
-  local a=$1 logf=$W/guest-$1.log t0 qpid up=0
+boot() {  # boot ACCEL KERNEL
+  local a=$1 k=$2 logf=$W/guest-$1-$2.log t0 qpid up=0 kimg=$W/kernel-$2/vmlinuz
+  [ -s "$W/kernel-$k/vmlinux" ] && kimg=$W/kernel-$k/vmlinux
   if [ "$a" = kvm ]; then cpu=(-accel kvm -cpu host); else cpu=(-accel tcg,thread=multi -cpu max); fi
   : > "$logf"; t0=$(ms)
-  log "booting ($a, $NODES nodes + $MEMONLY memory-only, $NODE_MEM each); console: $logf"
+  log "booting the $k kernel ($a, $NODES nodes + $MEMONLY memory-only, $NODE_MEM each); console: $logf"
   timeout -k 5 "$TIMEOUT" qemu-system-x86_64 "${cpu[@]}" -machine q35 -smp "$NODES,sockets=$NODES,cores=1,threads=1" \
     -m "${mem_mb}M" "${numa[@]}" -nodefaults -no-user-config -display none -serial "file:$logf" -monitor none \
-    -no-reboot "${bios[@]}" -kernel "$KIMG" -initrd "$W/initrd.gz" \
+    -no-reboot "${bios[@]}" -kernel "$kimg" -initrd "$W/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((TIMEOUT - 10))" &
   qpid=$!
   ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans' ) &
@@ -132,10 +174,17 @@ boot() {
   log "guest finished after $(( $(ms) - t0 )) ms"
   grep -q '^VMTEST-RESULT=0' "$logf"
 }
-if boot "$acc"; then log "PASS ($(( ($(ms) - T0) / 1000 )) s in all)"; exit 0; fi
-if [ "$acc" = kvm ] && ! grep -q GUEST-UP "$W/guest-kvm.log"; then
-  log "kvm could not run the guest; retrying with tcg"
-  if boot tcg; then log "PASS ($(( ($(ms) - T0) / 1000 )) s in all)"; exit 0; fi
-fi
-log "FAIL: see $W/guest-$acc.log"; grep -E 'VMTEST FAIL' "$W/guest-$acc.log" >&2 || true
+failed=()
+for k in $KERNELS; do
+  if boot "$acc" "$k"; then continue; fi
+  if [ "$acc" = kvm ] && ! grep -q GUEST-UP "$W/guest-kvm-$k.log"; then
+    log "kvm could not run the guest; retrying with tcg"
+    acc=tcg
+    boot tcg "$k" && continue
+  fi
+  failed+=("$k")
+  grep -E 'VMTEST FAIL' "$W/guest-$acc-$k.log" >&2 || true
+done
+if [ ${#failed[@]} -eq 0 ]; then log "PASS on kernels: $KERNELS ($(( ($(ms) - T0) / 1000 )) s in all)"; exit 0; fi
+log "FAIL on kernels: ${failed[*]}: see $W/guest-$acc-<kernel>.log"
 exit 1

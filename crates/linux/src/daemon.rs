@@ -69,7 +69,8 @@ pub struct Config {
     /// Print the per-cycle summary line on stderr.
     pub summary_lines: bool,
     pub stats: Arc<Mutex<Stats>>,
-    /// Append every applied plan here as a JSON line (`{"cycle", "plan", "page_moves": [[pid, vpn,
+    /// Append every applied plan here as a JSON line (`{"cycle", "unix_ms" (when the moves
+    /// ended), "plan", "page_moves": [[pid, vpn,
     /// kernel node]], "page_failures": [[pid, vpn, "ENOENT"]], "thread_moves": [[tid, "cpu
     /// list"]], "report"}`). With a real actuator the page moves are the pages tried (ranges
     /// expanded, retries of earlier failures included).
@@ -103,7 +104,9 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
             (t.tid, cpus)
         })
         .collect();
-    let line = serde_json::json!({ "cycle": cycle, "plan": plan, "page_moves": moves, "page_failures": failures,
+    let unix_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let line = serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
                                    "thread_moves": threads, "report": report });
     let r = std::fs::OpenOptions::new()
         .create(true)

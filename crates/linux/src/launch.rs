@@ -17,6 +17,16 @@ pub struct WeightsGuard {
     saved: Vec<(std::path::PathBuf, String)>,
 }
 
+impl WeightsGuard {
+    /// How many node weights were changed (and will be put back).
+    pub fn len(&self) -> usize {
+        self.saved.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.saved.is_empty()
+    }
+}
+
 impl Drop for WeightsGuard {
     fn drop(&mut self) {
         for (p, v) in &self.saved {

@@ -236,11 +236,20 @@ pub fn run(args: Args) -> Result<()> {
     };
     let start = p.policy.start(&ptb_policy::StartContext { machine: &p.machine, allowed: &p.allowed, threads: &[] });
     let alloc = if p.dry_run { ptb_policy::AllocPolicy::FirstTouch } else { start.alloc.clone() };
-    let (child, note, _weights) =
+    let (child, note, weights) =
         ptb_linux::launch::spawn(&p.root, &p.machine, &args.cmd, &alloc).map_err(anyhow::Error::msg)?;
     let pid = child.id();
     eprintln!("ptb: started `{}` as pid {pid}; new pages: {note}", args.cmd.join(" "));
     let out = manage(a, p, Some(start), vec![Target { pid, child: Some(child) }], true)?;
+    // The kernel's interleave weights are global: put them back once the program is done
+    // (exit_like does not return, so the guard is dropped here, not at the end of scope).
+    if let Some(w) = weights {
+        let n = w.len();
+        drop(w);
+        if n > 0 {
+            eprintln!("ptb: restored the kernel's weighted-interleave weights of {n} nodes");
+        }
+    }
     match out.child_status {
         Some(st) => exit_like(st),
         None => Ok(()),

@@ -181,6 +181,8 @@ fn main() {
     // Report affinities while the threads are still alive.
     let me = std::process::id();
     let tids: Vec<u32> = ptb_linux::procfs::ProcRoot::live().tasks(me).unwrap_or_default();
+    // Moves ptb logs after this instant may land after the report below: check-plans skips them.
+    let report_ms = unix_ms();
     let mut aff_lines = String::new();
     for tid in &tids {
         let aff = sys::get_affinity(*tid).map(|a| a.to_list()).unwrap_or_else(|e| e.to_string());
@@ -210,6 +212,7 @@ fn main() {
         let ps = sys::page_size();
         let mut lines: String = addrs.iter().zip(&st).map(|(a, s)| format!("{} {s}\n", a / ps)).collect();
         lines.push_str(&aff_lines);
+        lines.push_str(&format!("report_unix_ms {report_ms}\n"));
         if let Err(e) = std::fs::write(&dump, lines) {
             eprintln!("ptb-testapp: writing {dump}: {e}");
         }
@@ -218,6 +221,10 @@ fn main() {
     let ok = nbad == 0 && final_ok;
     println!("TESTAPP done passes={} checksum={}", passes.load(Ordering::Relaxed), if ok { "ok" } else { "BAD" });
     std::process::exit(if ok { 0 } else { 1 });
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn check_plans(args: &[String]) -> i32 {
@@ -248,10 +255,29 @@ fn check_plans(args: &[String]) -> i32 {
         })
         .collect();
     let mut planned: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut planned_in: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
     let mut threads: BTreeMap<u64, String> = BTreeMap::new();
     let mut failed: BTreeMap<u64, String> = BTreeMap::new();
+    let report_ms: u64 =
+        dump.lines().find_map(|l| l.strip_prefix("report_unix_ms ")?.trim().parse().ok()).unwrap_or(u64::MAX);
+    let mut attempts: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut late = 0usize;
+    let (mut unsure_pages, mut unsure_threads) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for line in log.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let cycle = v["cycle"].as_u64().unwrap_or(0);
+        // A cycle whose moves ended after the program began its report may have moved pages
+        // after it looked: not checkable.
+        if v["unix_ms"].as_u64().is_some_and(|t| t >= report_ms) {
+            late += 1;
+            for p in v["page_moves"].as_array().into_iter().flatten() {
+                unsure_pages.extend(p[1].as_u64());
+            }
+            for t in v["thread_moves"].as_array().into_iter().flatten() {
+                unsure_threads.extend(t[0].as_u64());
+            }
+            continue;
+        }
         for t in v["thread_moves"].as_array().into_iter().flatten() {
             if let (Some(tid), Some(cpus)) = (t[0].as_u64(), t[1].as_str()) {
                 if affinity.contains_key(&tid) {
@@ -263,6 +289,9 @@ fn check_plans(args: &[String]) -> i32 {
             if let (Some(vpn), Some(to)) = (p[1].as_u64(), p[2].as_i64()) {
                 if nodes.contains_key(&vpn) {
                     planned.insert(vpn, to);
+                    let k = attempts.entry(vpn).or_default();
+                    *k += 1;
+                    planned_in.insert(vpn, (cycle, *k));
                     failed.remove(&vpn);
                 }
             }
@@ -275,6 +304,9 @@ fn check_plans(args: &[String]) -> i32 {
             }
         }
     }
+    // Pages and threads a late cycle touched may be in either place.
+    planned.retain(|v, _| !unsure_pages.contains(v));
+    threads.retain(|t, _| !unsure_threads.contains(t));
     // A page whose last move failed (and was reported as failed) is not a wrong placement.
     let off: Vec<u64> = planned.iter().filter(|(v, to)| nodes.get(v) != Some(to)).map(|(v, _)| *v).collect();
     let nfailed = off.iter().filter(|v| failed.contains_key(v)).count();
@@ -283,13 +315,23 @@ fn check_plans(args: &[String]) -> i32 {
     for v in off.iter().filter_map(|v| failed.get(v)) {
         *why.entry(v.as_str()).or_default() += 1;
     }
+    for v in off.iter().filter(|v| !failed.contains_key(v)).take(5) {
+        let (cycle, k) = planned_in.get(v).copied().unwrap_or_default();
+        println!(
+            "TESTAPP check-plans: wrong: vpn {v:#x} planned node {} in cycle {cycle} (attempt {k}), found on {}",
+            planned[v],
+            nodes.get(v).copied().unwrap_or(-1)
+        );
+    }
     let twrong = threads.iter().filter(|(t, cpus)| affinity.get(t) != Some(cpus)).count();
     println!(
-        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}",
+        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}; cycles after the report={late} (pages {} and threads {} not checked)",
         planned.len(),
         planned.len() - off.len(),
         threads.len(),
-        threads.len() - twrong
+        threads.len() - twrong,
+        unsure_pages.len(),
+        unsure_threads.len()
     );
     i32::from(wrong + twrong > 0)
 }
