@@ -131,7 +131,8 @@ fn failure_name(status: i32) -> String {
 }
 
 /// A failure that may pass by the next cycle: the page was not present (swapped, or under a
-/// protection such as a NUMA hinting fault: kernels from 6.2 to 6.5 answer ENOENT for those),
+/// protection such as a NUMA hinting fault: some kernels answer ENOENT for those, e.g.
+/// Debian's 6.1 in the VM tests, while 6.12 migrates them),
 /// busy, or left in place by the kernel for a transient reason.
 fn may_pass(status: i32) -> bool {
     status >= 0 || status == -libc::ENOENT || status == -libc::EBUSY || status == -libc::EAGAIN
