@@ -55,8 +55,21 @@ enum Command {
     Bench(cmd::bench::Args),
 }
 
+/// Parse the command line; `--help` of the commands that take `--policy` lists every policy
+/// and its parameters (generated from the policy registry, so it cannot go stale).
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let text = cmd::policies::help_text();
+    let mut c = Cli::command();
+    for name in ["run", "attach", "simulate", "compare", "plan"] {
+        c = c.mut_subcommand(name, |s| s.after_long_help(text.clone()));
+    }
+    let m = c.get_matches();
+    Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     common::init_logging(&cli.log, cli.log_json);
     let r = match cli.cmd {
         Command::Topology(a) => cmd::topology::run(a),

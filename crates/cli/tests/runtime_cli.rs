@@ -74,3 +74,15 @@ fn roi_writes_the_control_file() {
     ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "begin", "4242"]).assert().success();
     assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "on");
 }
+
+#[test]
+fn help_of_policy_commands_lists_every_policy_parameter() {
+    for cmd in ["run", "attach", "simulate", "compare", "plan"] {
+        let out = ptb().args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        for want in ["ptb-classic.min_acc", "ptb.payback", "autonuma.", "weighted-interleave.weights", "+selective"] {
+            assert!(text.contains(want), "`ptb {cmd} --help` lacks {want}");
+        }
+    }
+}

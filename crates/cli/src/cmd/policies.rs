@@ -25,13 +25,27 @@ pub fn run(args: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
+    print!("{}", list_text());
+    Ok(())
+}
+
+/// Every policy with its parameters, as `ptb policies` prints it.
+fn list_text() -> String {
+    let mut out = String::new();
     for k in PolicyKind::ALL {
-        println!("{:<20} {}", k.name(), k.describe());
+        out.push_str(&format!("{:<20} {}\n", k.name(), k.describe()));
         for p in k.params() {
-            println!("    {}.{} (default {}): {}", k.name(), p.key, p.default, p.doc);
+            out.push_str(&format!("    {}.{} (default {}): {}\n", k.name(), p.key, p.default, p.doc));
         }
     }
-    println!("\nAny policy can be followed by `+selective` to filter its page moves through selective migration.");
-    println!("Set parameters with `--set POLICY.KEY=VALUE` or `--config FILE` ([POLICY] tables).");
-    Ok(())
+    out.push_str(
+        "\nAny policy can be followed by `+selective` to filter its page moves through selective migration.\n",
+    );
+    out.push_str("Set parameters with `--set POLICY.KEY=VALUE` or `--config FILE` ([POLICY] tables).\n");
+    out
+}
+
+/// The policy list for `--help` of the commands that take `--policy`.
+pub fn help_text() -> String {
+    format!("Policies and their parameters (also `ptb policies`):\n\n{}", list_text())
 }
