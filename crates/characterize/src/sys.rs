@@ -1,47 +1,24 @@
 //! The few Linux syscalls characterisation needs: thread pinning, anonymous mappings, and
-//! binding memory to a node (`mbind`) and asking where a page lives (`get_mempolicy`).
-//!
-//! libc exposes the syscall numbers but not every NUMA constant, so the ones used here are
-//! defined below (values from `include/uapi/linux/mempolicy.h`).
+//! binding memory to a node (`mbind`) and asking where a page lives (`get_mempolicy`). The
+//! syscall wrappers shared with the runtime live in `ptb_linux::sys`; this module adapts them.
 
+use ptb_linux::sys as lsys;
+use ptb_topology::CpuSet;
 use std::io;
-
-/// `MPOL_BIND`: allocate only on the given nodes.
-pub const MPOL_BIND: libc::c_int = 2;
-/// `MPOL_MF_STRICT`: fail if existing pages do not follow the policy.
-pub const MPOL_MF_STRICT: libc::c_uint = 1 << 0;
-/// `MPOL_F_NODE`: with `MPOL_F_ADDR`, `get_mempolicy` returns the node of the page at `addr`.
-pub const MPOL_F_NODE: libc::c_ulong = 1 << 0;
-/// `MPOL_F_ADDR`: look up the policy (or node) of an address rather than of the thread.
-pub const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
 
 /// Pin the calling thread to one CPU (kernel id).
 pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
     if cpu as usize >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU id beyond {}", libc::CPU_SETSIZE)));
     }
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set, and CPU_SET stays in bounds
-    // (checked above). sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    let mut set = CpuSet::new();
+    set.insert_raw(cpu);
+    lsys::set_affinity(0, &set)
 }
 
 /// The CPUs the calling thread may run on (to explain affinity failures).
 pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: as above; sched_getaffinity writes at most size_of::<cpu_set_t>() bytes.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![];
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).map(|c| c as u32).collect()
-    }
+    lsys::get_affinity(0).map(|s| s.iter_raw().collect()).unwrap_or_default()
 }
 
 /// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): unlike the wall clock, it
@@ -55,21 +32,7 @@ pub fn thread_cpu_time() -> std::time::Duration {
 
 /// An anonymous private mapping of `len` bytes (page aligned, zero filled, not yet touched).
 pub fn map_anon(len: usize) -> io::Result<*mut u8> {
-    // SAFETY: anonymous mapping with no fixed address; the kernel picks a fresh range.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(p.cast())
+    lsys::map_anon(len)
 }
 
 /// Ask for transparent huge pages on a mapping (best effort: fewer TLB misses, so the
@@ -91,28 +54,10 @@ pub unsafe fn unmap(ptr: *mut u8, len: usize) {
 
 /// Bind `[ptr, ptr+len)` to memory node `node` (kernel id) with `MPOL_BIND`, before first touch.
 pub fn bind_to_node(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
-    // The kernel reads `maxnode - 1` bits; give it whole words with room past `node`.
-    let words = (node as usize + 1) / 64 + 1;
-    let mut mask = vec![0 as libc::c_ulong; words];
-    mask[node as usize / 64] |= 1 << (node % 64);
-    let maxnode = (words * 64) as libc::c_ulong;
-    // SAFETY: mbind reads `maxnode - 1` bits of `mask`, which has `words * 64` bits; the range
-    // is a mapping this process owns.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            ptr as libc::c_ulong,
-            len as libc::c_ulong,
-            MPOL_BIND,
-            mask.as_ptr(),
-            maxnode,
-            MPOL_MF_STRICT,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
+    if node as usize >= lsys::MAX_NODES {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    Ok(())
+    lsys::mbind(ptr as u64, len as u64, lsys::MPOL_BIND, &[node], lsys::MPOL_MF_STRICT)
 }
 
 /// The node (kernel id) holding the page at `addr`, or `None` when the kernel cannot say
@@ -127,7 +72,7 @@ pub fn node_of_page(addr: *const u8) -> Option<i32> {
             std::ptr::null_mut::<libc::c_ulong>(),
             0 as libc::c_ulong,
             addr as libc::c_ulong,
-            MPOL_F_NODE | MPOL_F_ADDR,
+            (lsys::MPOL_F_NODE | lsys::MPOL_F_ADDR) as libc::c_ulong,
         )
     };
     (r == 0).then_some(node)

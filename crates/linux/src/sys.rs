@@ -188,29 +188,36 @@ pub struct AnonBuffer {
     len: usize,
 }
 
+/// An anonymous private read-write mapping of `len` bytes (page aligned, zero filled, not yet
+/// touched). The caller owns it and unmaps it with munmap.
+pub fn map_anon(len: usize) -> io::Result<*mut u8> {
+    // SAFETY: anonymous mapping with no fixed address; the kernel picks a fresh range.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
 impl AnonBuffer {
     /// Map `len` bytes and fill them with `fill` (so every page is resident).
     pub fn new(len: usize, fill: u8) -> io::Result<Self> {
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: advice and writes on our own mapping of `len` bytes.
+        let p = map_anon(len)?;
+        // SAFETY: advice and writes on our own fresh mapping of `len` bytes.
         unsafe {
-            libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
-            std::ptr::write_bytes(p as *mut u8, fill, len);
+            libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE);
+            std::ptr::write_bytes(p, fill, len);
         }
-        Ok(AnonBuffer { ptr: p as *mut u8, len })
+        Ok(AnonBuffer { ptr: p, len })
     }
     /// Address of each base page.
     pub fn page_addrs(&self) -> Vec<u64> {
