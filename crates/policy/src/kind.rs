@@ -63,7 +63,7 @@ impl PolicyKind {
     /// One line for listings.
     pub fn describe(self) -> &'static str {
         match self {
-            PolicyKind::Ptb => "ptb's own controller: bandwidth- and cost-aware threads and pages",
+            PolicyKind::Ptb => "ptb's own controller: bandwidth-, phase- and cost-aware page placement",
             PolicyKind::PtbClassic => "the published PTB algorithm (cosine clustering, recursive KL, NodeScore)",
             PolicyKind::Asymsched => "AsymSched: clusters on the best-connected nodes, migration budget",
             PolicyKind::Selective => "selective migration of recurring sampled regions",

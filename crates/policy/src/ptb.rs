@@ -18,10 +18,15 @@
 //!    `gate` of it is compute-bound and is left alone (no moves at all).
 //! 3. **Targets**: a chunk accessed mostly (`private_share`) from one node is *private* and
 //!    belongs on that node; any other chunk is *shared* and is spread over the memory nodes
-//!    in proportion to their bandwidth (weighted interleave).
+//!    in proportion to their bandwidth (weighted interleave). On a machine whose local
+//!    bandwidth is close to remote (`home_moves = auto`), private chunks are spread too: home
+//!    buys little latency there, and a node full of private chunks becomes a hot spot.
 //! 4. **Load check** ([`model`]): a loaded-latency model of each memory controller (idle
 //!    latency x queueing factor at the predicted utilisation) decides, per candidate move,
-//!    the predicted saving in access time over a horizon; a move happens only when that
+//!    the predicted saving in access time over a horizon (`horizon_s`, shortened for a chunk
+//!    whose target has changed before to the mean time between its changes: data whose
+//!    accessors alternate with the program's phases must pay back within a phase); a move
+//!    happens only when that
 //!    saving exceeds its cost (per-page CPU time + copy) by `payback`. Private chunks whose
 //!    home would saturate are spread instead (congestion before locality).
 //! 5. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it
@@ -49,7 +54,7 @@ use ptb_topology::NodeIdx;
 use std::time::Duration;
 
 pub const PARAMS: &[ParamDoc] = &[
-    ParamDoc { key: "cycle_ms", default: "200", doc: "cycle length in milliseconds" },
+    ParamDoc { key: "cycle_ms", default: "100", doc: "cycle length in milliseconds" },
     ParamDoc { key: "period", default: "8192", doc: "sampling period: one address sample per N accesses" },
     ParamDoc { key: "chunk_pages", default: "512", doc: "pages per chunk (power of two; 512 x 4 KiB = 2 MiB)" },
     ParamDoc { key: "decay", default: "0.5", doc: "weight of the previous cycles' counts (0 = no history)" },
@@ -74,6 +79,11 @@ pub const PARAMS: &[ParamDoc] = &[
         default: "auto",
         doc: "spread new pages over the memory nodes at start: true, false (first touch), or auto (spread when a CPU group's local bandwidth is under 1.5x its mean bandwidth to the other nodes)",
     },
+    ParamDoc {
+        key: "home_moves",
+        default: "auto",
+        doc: "move private chunks to the node of their accessors: true, false (spread them like shared ones), or auto (false where spread_at_start's auto rule finds local bandwidth close to remote)",
+    },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -93,13 +103,15 @@ pub struct PtbParams {
     pub mlp: f64,
     pub quiet_after: u32,
     pub spread_at_start: StartMode,
+    /// Auto: home moves unless local paths are narrow; Spread: never; FirstTouch: always.
+    pub home_moves: StartMode,
     pub tolerance: f64,
 }
 
 impl Default for PtbParams {
     fn default() -> Self {
         PtbParams {
-            cycle: Duration::from_millis(200),
+            cycle: Duration::from_millis(100),
             period: 8192,
             chunk_pages: 512,
             decay: 0.5,
@@ -113,6 +125,7 @@ impl Default for PtbParams {
             tolerance: 0.25,
             quiet_after: 3,
             spread_at_start: StartMode::Auto,
+            home_moves: StartMode::Auto,
         }
     }
 }
@@ -123,6 +136,28 @@ pub enum StartMode {
     Auto,
     Spread,
     FirstTouch,
+}
+
+/// `auto`, `true` or `false` of a three-way parameter. For `spread_at_start`, true means
+/// Spread; for `home_moves` (`true_is_first_touch`), true means moving home (FirstTouch) and
+/// false means spreading.
+fn tri_state(v: &str, key: &str, true_is_first_touch: bool) -> Result<StartMode, PolicyError> {
+    let (t, f) = if true_is_first_touch {
+        (StartMode::FirstTouch, StartMode::Spread)
+    } else {
+        (StartMode::Spread, StartMode::FirstTouch)
+    };
+    match v {
+        "auto" => Ok(StartMode::Auto),
+        "true" => Ok(t),
+        "false" => Ok(f),
+        other => Err(PolicyError::Param {
+            origin: "parameters".into(),
+            policy: "ptb".into(),
+            key: key.into(),
+            reason: format!("`{other}` is not auto, true or false"),
+        }),
+    }
 }
 
 /// True when the CPU groups' local bandwidth is less than 1.5x the mean of what they reach
@@ -175,7 +210,7 @@ impl Ptb {
             });
         }
         let p = PtbParams {
-            cycle: Duration::from_millis(s.get("cycle_ms", 200u64)?.clamp(10, 3_600_000)),
+            cycle: Duration::from_millis(s.get("cycle_ms", d.cycle.as_millis() as u64)?.clamp(10, 3_600_000)),
             period: s.get::<u64>("period", d.period)?.max(1),
             chunk_pages,
             decay: s.f64_in("decay", d.decay, 0.0, 0.99)?,
@@ -188,19 +223,8 @@ impl Ptb {
             mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
             tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
-            spread_at_start: match s.get::<String>("spread_at_start", "auto".into())?.as_str() {
-                "auto" => StartMode::Auto,
-                "true" => StartMode::Spread,
-                "false" => StartMode::FirstTouch,
-                other => {
-                    return Err(PolicyError::Param {
-                        origin: "parameters".into(),
-                        policy: "ptb".into(),
-                        key: "spread_at_start".into(),
-                        reason: format!("`{other}` is not auto, true or false"),
-                    })
-                }
-            },
+            spread_at_start: tri_state(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start", false)?,
+            home_moves: tri_state(&s.get::<String>("home_moves", "auto".into())?, "home_moves", true)?,
         };
         s.finish()?;
         Ok(Ptb::new(p))
@@ -290,6 +314,15 @@ impl Ptb {
         plan.stats.insert("sampling_period".into(), self.period as f64);
     }
 
+    /// Whether private chunks go to their accessors' node on this machine.
+    fn home_moves_on(&self, m: &ptb_topology::Machine) -> bool {
+        match self.p.home_moves {
+            StartMode::Auto => !local_path_is_narrow(m),
+            StartMode::FirstTouch => true,
+            StartMode::Spread => false,
+        }
+    }
+
     /// Pick the chunk moves of this cycle.
     ///
     /// 1. every chunk with enough evidence gets a target (private -> its node, else spread),
@@ -313,6 +346,9 @@ impl Ptb {
         let weights = spread_weights(m, mem_nodes).unwrap_or_else(|| mem_nodes.iter().map(|&n| (n, 1)).collect());
         let load = model::LoadModel::new(snap, demand);
         let p = self.p.clone();
+        // Where local bandwidth is close to remote, a private chunk gains little at home and a
+        // node full of them becomes a hot spot: every chunk is spread instead.
+        let homes = self.home_moves_on(m);
         struct Cand {
             key: ChunkKey,
             range: chunks::Range,
@@ -320,6 +356,8 @@ impl Ptb {
             a: f64,
             src: Vec<f64>,
             from: Vec<f64>,
+            /// Seconds the move has to pay back in.
+            horizon_s: f64,
         }
         let mut cands: Vec<Cand> = Vec::new();
         for key in self.table.keys_by_weight(p.min_samples) {
@@ -329,8 +367,12 @@ impl Ptb {
                 continue;
             }
             let (top, share) = c.top_node();
-            let want =
-                if share >= p.private_share && mem_nodes.contains(&top) { Target::Node(top) } else { Target::Spread };
+            let want = if homes && share >= p.private_share && mem_nodes.contains(&top) {
+                Target::Node(top)
+            } else {
+                Target::Spread
+            };
+            let lasts_s = c.observe_target(want, snap.now.as_secs_f64());
             if c.placed == Some(want) {
                 c.pending = None;
                 continue;
@@ -352,7 +394,16 @@ impl Ptb {
                 c.pending = None;
                 continue;
             }
-            cands.push(Cand { key, range, want, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from });
+            let horizon_s = p.horizon_s.min(lasts_s);
+            cands.push(Cand {
+                key,
+                range,
+                want,
+                a: c.accesses_per_s(period, snap.cycle),
+                src: c.src_shares(),
+                from,
+                horizon_s,
+            });
         }
         // Predicted loads with every candidate applied; spread private chunks off overloaded nodes.
         let mut after = load.acc.clone();
@@ -392,7 +443,7 @@ impl Ptb {
                     - model::LoadModel::mean_latency(later, &c.src, &to))
                 / p.mlp;
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, &weights);
-            if !unpriced && cost > 0.0 && saving_ns_per_s * p.horizon_s < p.payback * cost {
+            if !unpriced && cost > 0.0 && saving_ns_per_s * c.horizon_s < p.payback * cost {
                 continue;
             }
             *stats.entry(if bound { "moves_bandwidth_bound" } else { "moves_latency_bound" }.into()).or_default() +=

@@ -35,10 +35,30 @@ pub struct ChunkState {
     pub placed: Option<Target>,
     /// Target seen in the last cycles and for how many cycles in a row.
     pub pending: Option<(Target, u32)>,
+    /// The target the evidence pointed to last cycle, how often it has changed, and since
+    /// when (seconds of management) the chunk has had a target.
+    pub last_want: Option<Target>,
+    pub flips: u32,
+    pub since_s: f64,
     decay: f64,
 }
 
 impl ChunkState {
+    /// An empty chunk over `nodes` nodes (no decay), for tests.
+    #[cfg(test)]
+    pub fn for_tests(nodes: usize) -> Self {
+        ChunkState {
+            by_src: smallvec::smallvec![0.0; nodes],
+            by_home: smallvec::smallvec![0.0; nodes],
+            placed: None,
+            pending: None,
+            last_want: None,
+            flips: 0,
+            since_s: 0.0,
+            decay: 0.0,
+        }
+    }
+
     pub fn total(&self) -> f64 {
         self.by_src.iter().map(|&x| x as f64).sum()
     }
@@ -58,6 +78,24 @@ impl ChunkState {
     pub fn accesses_per_s(&self, period: u64, cycle: std::time::Duration) -> f64 {
         let secs = cycle.as_secs_f64().max(1e-6);
         self.total() * (1.0 - self.decay) * period as f64 / secs
+    }
+
+    /// Record this cycle's target; returns how long (seconds) a target of this chunk is
+    /// expected to last: unbounded (`f64::INFINITY`) until it has changed once, then the mean
+    /// time between changes. A chunk whose accessors alternate with the program's phases
+    /// thus gets a short horizon, and a move must pay back within it.
+    pub fn observe_target(&mut self, want: Target, now_s: f64) -> f64 {
+        match self.last_want {
+            None => self.since_s = now_s,
+            Some(w) if w != want => self.flips += 1,
+            Some(_) => {}
+        }
+        self.last_want = Some(want);
+        if self.flips == 0 {
+            f64::INFINITY
+        } else {
+            (now_s - self.since_s).max(0.0) / self.flips as f64
+        }
     }
 
     /// Shares of the accesses by issuing node.
@@ -140,6 +178,9 @@ impl ChunkTable {
                 by_home: smallvec::smallvec![0.0; nn],
                 placed: None,
                 pending: None,
+                last_want: None,
+                flips: 0,
+                since_s: 0.0,
                 decay,
             });
             c.by_src[src as usize] += 1.0;

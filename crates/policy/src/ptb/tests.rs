@@ -1,5 +1,6 @@
 //! Unit and invariant tests of the `ptb` policy on hand-built snapshots.
 
+use super::chunks::ChunkState;
 use super::*;
 use crate::plan::validate_plan;
 use crate::snapshot::{PageLocations, Region, ThreadState};
@@ -207,6 +208,44 @@ fn start_spreads_only_where_local_paths_are_narrow() {
     let m = ptb_topology::presets::get("cxl-1s").unwrap();
     let w = spread_weights(&m, &m.memory_nodes()).unwrap();
     assert!(w[1].1 * 4 < w[0].1, "{w:?}");
+}
+
+#[test]
+fn private_chunks_are_spread_instead_where_home_moves_are_off() {
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut params = Params::new();
+    params.set_assignment("ptb.home_moves=false").unwrap();
+    let mut p = Ptb::from_params(&params).unwrap();
+    let moves: Vec<_> = run_cycles(&mut p, &w, &s, 8192, 3).into_iter().flat_map(|p| p.ranges).collect();
+    assert!(!moves.is_empty());
+    assert!(moves.iter().all(|r| !matches!(r.op, RangeOp::MoveTo(_))), "{moves:?}");
+    // auto: off on the 4-node Opteron (local bandwidth close to remote), on elsewhere.
+    let p = Ptb::new(PtbParams::default());
+    let on = |name: &str| p.home_moves_on(&ptb_topology::presets::get(name).unwrap());
+    assert!(!on("opteron6272-4n") && on("opteron6272-8n") && on("broadwell-cod-4n"));
+    params.set_assignment("ptb.home_moves=maybe").unwrap();
+    assert!(Ptb::from_params(&params).unwrap_err().to_string().contains("home_moves"));
+}
+
+#[test]
+fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
+    let w = world(2048, 0);
+    let mut c = ChunkState::for_tests(4);
+    assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.0), f64::INFINITY);
+    assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.1), f64::INFINITY, "no change yet");
+    assert!((c.observe_target(Target::Spread, 0.2) - 0.2).abs() < 1e-9);
+    assert!((c.observe_target(Target::Node(NodeIdx(1)), 0.4) - 0.2).abs() < 1e-9);
+    // In a run, confirmation and the short horizon together: slices that flip between
+    // private and all-shared every cycle never move, while the same private slices held
+    // steady do.
+    let (a, b) = (private_slices(16), all_shared(16));
+    let mk = || Ptb::new(PtbParams { gate: 0.0, ..PtbParams::default() });
+    let mut p = mk();
+    let flip: usize = (0..12).map(|i| p.decide(&snap(&w, if i % 2 == 0 { &a } else { &b }, 512)).ranges.len()).sum();
+    let mut p = mk();
+    let steady: usize = (0..12).map(|_| p.decide(&snap(&w, &a, 512)).ranges.len()).sum();
+    assert_eq!((flip, steady), (0, 3));
 }
 
 #[test]
