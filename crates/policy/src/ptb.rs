@@ -44,6 +44,7 @@
 
 mod chunks;
 mod model;
+mod spread;
 
 use crate::params::{ParamDoc, Params};
 use crate::plan::{AllocPolicy, Plan, RangeAction, RangeOp, SamplingMode, SamplingRequest, StartPlan};
@@ -84,6 +85,11 @@ pub const PARAMS: &[ParamDoc] = &[
         default: "auto",
         doc: "move private chunks to the node of their accessors: true, false (spread them like shared ones), or auto (false where spread_at_start's auto rule finds local bandwidth close to remote)",
     },
+    ParamDoc {
+        key: "link_aware",
+        default: "auto",
+        doc: "spread shared chunks with weights that balance the interconnect links for where their accesses come from: true, false (in proportion to node bandwidth), or auto (true where the machine's links differ in bandwidth by more than 1.5x)",
+    },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -105,6 +111,8 @@ pub struct PtbParams {
     pub spread_at_start: StartMode,
     /// Auto: home moves unless local paths are narrow; Spread: never; FirstTouch: always.
     pub home_moves: StartMode,
+    /// Auto: where links differ in width; Spread: always; FirstTouch: never.
+    pub link_aware: StartMode,
     pub tolerance: f64,
 }
 
@@ -126,6 +134,7 @@ impl Default for PtbParams {
             quiet_after: 3,
             spread_at_start: StartMode::Auto,
             home_moves: StartMode::Auto,
+            link_aware: StartMode::Auto,
         }
     }
 }
@@ -225,6 +234,7 @@ impl Ptb {
             quiet_after: s.get("quiet_after", d.quiet_after)?,
             spread_at_start: tri_state(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start", false)?,
             home_moves: tri_state(&s.get::<String>("home_moves", "auto".into())?, "home_moves", true)?,
+            link_aware: tri_state(&s.get::<String>("link_aware", "auto".into())?, "link_aware", false)?,
         };
         s.finish()?;
         Ok(Ptb::new(p))
@@ -314,6 +324,43 @@ impl Ptb {
         plan.stats.insert("sampling_period".into(), self.period as f64);
     }
 
+    /// The weights shared chunks are spread with this cycle: link-aware (the interconnect's
+    /// utilisation balanced for where the shared accesses come from) where the machine's
+    /// links are known, else in proportion to node bandwidth, else even.
+    fn spread_weights_now(
+        &self,
+        m: &ptb_topology::Machine,
+        mem_nodes: &[NodeIdx],
+        homes: bool,
+        period: u64,
+        cycle: Duration,
+        stats: &mut std::collections::BTreeMap<String, f64>,
+    ) -> Vec<(NodeIdx, u32)> {
+        let mut src = vec![0.0; m.n_nodes()];
+        let link_aware = match self.p.link_aware {
+            StartMode::Auto => spread::links_differ(m),
+            StartMode::Spread => true,
+            StartMode::FirstTouch => false,
+        };
+        if link_aware {
+            for c in self.table.states().filter(|c| c.total() >= self.p.min_samples) {
+                let (top, share) = c.top_node();
+                if homes && share >= self.p.private_share && mem_nodes.contains(&top) {
+                    continue;
+                }
+                let a = c.accesses_per_s(period, cycle);
+                for (s, x) in src.iter_mut().zip(c.src_shares()) {
+                    *s += a * x;
+                }
+            }
+        }
+        if let Some(w) = spread::link_aware_weights(m, mem_nodes, &src) {
+            stats.insert("link_aware_spread".into(), 1.0);
+            return w;
+        }
+        spread_weights(m, mem_nodes).unwrap_or_else(|| mem_nodes.iter().map(|&n| (n, 1)).collect())
+    }
+
     /// Whether private chunks go to their accessors' node on this machine.
     fn home_moves_on(&self, m: &ptb_topology::Machine) -> bool {
         match self.p.home_moves {
@@ -343,12 +390,12 @@ impl Ptb {
     ) -> Vec<RangeAction> {
         let m = snap.machine;
         let nn = m.n_nodes();
-        let weights = spread_weights(m, mem_nodes).unwrap_or_else(|| mem_nodes.iter().map(|&n| (n, 1)).collect());
         let load = model::LoadModel::new(snap, demand);
         let p = self.p.clone();
         // Where local bandwidth is close to remote, a private chunk gains little at home and a
         // node full of them becomes a hot spot: every chunk is spread instead.
         let homes = self.home_moves_on(m);
+        let weights = self.spread_weights_now(m, mem_nodes, homes, period, snap.cycle, stats);
         struct Cand {
             key: ChunkKey,
             range: chunks::Range,

@@ -201,6 +201,11 @@ impl ChunkTable {
         v.into_iter().map(|(k, _)| k).collect()
     }
 
+    /// Every chunk's state, in no particular order.
+    pub fn states(&self) -> impl Iterator<Item = &ChunkState> {
+        self.map.values()
+    }
+
     pub fn get_mut(&mut self, k: ChunkKey) -> Option<&mut ChunkState> {
         self.map.get_mut(&k)
     }
