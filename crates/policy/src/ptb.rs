@@ -76,6 +76,11 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc { key: "mlp", default: "4", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
     ParamDoc { key: "horizon_s", default: "10", doc: "seconds over which a move's saving is counted" },
     ParamDoc {
+        key: "urgent_s",
+        default: "1",
+        doc: "a move not yet confirmed happens anyway if it pays back within this many seconds (0: always wait for confirmation)",
+    },
+    ParamDoc {
         key: "spread_at_start",
         default: "auto",
         doc: "spread new pages over the memory nodes at start: true, false (first touch), or auto (spread when a CPU group's local bandwidth is under 1.5x its mean bandwidth to the other nodes)",
@@ -106,6 +111,7 @@ pub struct PtbParams {
     pub gate: f64,
     pub payback: f64,
     pub horizon_s: f64,
+    pub urgent_s: f64,
     pub mlp: f64,
     pub quiet_after: u32,
     pub spread_at_start: StartMode,
@@ -129,6 +135,7 @@ impl Default for PtbParams {
             gate: 0.02,
             payback: 2.0,
             horizon_s: 10.0,
+            urgent_s: 1.0,
             mlp: 4.0,
             tolerance: 0.25,
             quiet_after: 3,
@@ -229,6 +236,7 @@ impl Ptb {
             gate: s.f64_in("gate", d.gate, 0.0, 1.0)?,
             payback: s.f64_in("payback", d.payback, 0.0, 1e6)?,
             horizon_s: s.f64_in("horizon_s", d.horizon_s, 0.0, 1e6)?,
+            urgent_s: s.f64_in("urgent_s", d.urgent_s, 0.0, 1e6)?,
             mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
             tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
@@ -406,6 +414,11 @@ impl Ptb {
             /// Seconds the move has to pay back in.
             horizon_s: f64,
         }
+        let mean_load = mem_nodes.iter().map(|n| load.acc[n.ix()]).sum::<f64>() / mem_nodes.len().max(1) as f64;
+        let hot_spot = |from: &[f64]| {
+            let (i, _) = from.iter().enumerate().fold((0, 0.0), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
+            load.acc[i] > 1.5 * mean_load
+        };
         let mut cands: Vec<Cand> = Vec::new();
         for key in self.table.keys_by_weight(p.min_samples) {
             let range = self.table.range_of(key, snap.regions);
@@ -430,7 +443,11 @@ impl Ptb {
             };
             c.pending = Some((want, confirmed));
             let Some(range) = range else { continue };
-            if confirmed < p.confirm.max(1) {
+            // Before confirmation a move must pay back within `urgent_s` instead of the whole
+            // horizon: only hot data far from where it belongs (a master thread's first touch
+            // of shared data) moves on first sight.
+            let unconfirmed = confirmed < p.confirm.max(1);
+            if unconfirmed && p.urgent_s <= 0.0 {
                 continue;
             }
             let from = model::current_shares(c, &model::resident_shares(snap, &range, nn));
@@ -441,7 +458,12 @@ impl Ptb {
                 c.pending = None;
                 continue;
             }
-            let horizon_s = p.horizon_s.min(lasts_s);
+            // ... and only off a hot spot: a node serving over 1.5x the mean load of the
+            // memory nodes (data a program spread itself, then shares, is not urgent).
+            if unconfirmed && !hot_spot(&from) {
+                continue;
+            }
+            let horizon_s = p.horizon_s.min(lasts_s).min(if unconfirmed { p.urgent_s } else { f64::INFINITY });
             cands.push(Cand {
                 key,
                 range,
