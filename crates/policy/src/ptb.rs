@@ -30,9 +30,14 @@
 //!    saving exceeds its cost (per-page CPU time + copy) by `payback`. Private chunks whose
 //!    home would saturate are spread instead (congestion before locality).
 //! 5. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it
-//!    moves, and a placed chunk is not moved again unless its target changes.
+//!    moves, and a placed chunk is not moved again unless its target changes. The exception
+//!    is hot data on a hot spot (a node serving over 1.5x the mean load, as after a master
+//!    thread's first touch): it moves on first sight if it pays back within `urgent_s`.
 //! 6. **Quiet mode**: after `quiet_after` cycles without moves the sampling period grows
 //!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
+//! 7. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
+//!    spread weights come from a small LP that balances controllers and directed links for
+//!    where the shared accesses come from, instead of from node bandwidth alone.
 //!
 //! With only fault samples (the software page-fault source on a machine without a PMU) the
 //! access rate is unknown: the gate and the payback test are skipped and placement follows

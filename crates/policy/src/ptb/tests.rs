@@ -97,7 +97,7 @@ fn run_cycles(p: &mut Ptb, w: &World, samples: &[Sample], period: u64, n: usize)
 fn private_slices_move_home_after_confirmation() {
     let w = world(2048, 0);
     let s = private_slices(200);
-    let mut p = Ptb::new(PtbParams::default());
+    let mut p = Ptb::new(PtbParams { urgent_s: 0.0, ..PtbParams::default() });
     let plans = run_cycles(&mut p, &w, &s, 8192, 3);
     assert!(plans[0].ranges.is_empty(), "first sight of a chunk must not move it");
     let moves: Vec<_> = plans.iter().flat_map(|p| p.ranges.clone()).collect();
@@ -109,6 +109,23 @@ fn private_slices_move_home_after_confirmation() {
     for plan in &plans {
         validate_plan(plan, &snap(&w, &s, 8192)).unwrap();
     }
+}
+
+#[test]
+fn hot_data_on_an_overloaded_node_moves_on_first_sight_and_other_data_waits() {
+    // Everything on node 0, which serves all the traffic: a hot spot, so the slices that pay
+    // back within urgent_s move in the first cycle.
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut p = Ptb::new(PtbParams::default());
+    assert!(!p.decide(&snap(&w, &s, 8192)).ranges.is_empty());
+    // The same slices spread evenly (no hot spot): nothing moves before confirmation.
+    let mut w = world(2048, 0);
+    let n = w.regions[0].npages;
+    w.regions[0].resident = vec![n / 4; 4];
+    w.pages = (0..n).map(|v| (PageKey { app: 0, vpn: v }, NodeIdx((v % 4) as u16))).collect();
+    let mut p = Ptb::new(PtbParams::default());
+    assert!(p.decide(&snap(&w, &s, 8192)).ranges.is_empty());
 }
 
 #[test]
