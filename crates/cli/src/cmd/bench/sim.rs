@@ -136,12 +136,14 @@ pub fn run(args: Args) -> Result<()> {
     let decision_s = r.decision_ms / 1e3;
     println!("ptb bench sim (simulated workload; wall-clock figures measured on this machine)");
     println!(
-        "  machine {}, {} threads, {} pages ({} MiB), policy `{}` every 1 s",
+        "  machine {}, {} threads, {} pages ({} MiB), policy `{}` every {:.0} ms ({} cycles)",
         sim.machine().name,
         r.threads,
         args.pages,
         (args.pages * 4096) >> 20,
-        args.policy
+        args.policy,
+        1e3 * r.runtime_s / (r.cycles.max(1) as f64),
+        r.cycles
     );
     println!(
         "  simulated {:.1} s in {:.2} s wall: {:.0} simulated s per wall s",
