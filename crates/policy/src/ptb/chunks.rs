@@ -44,9 +44,8 @@ pub struct ChunkState {
 }
 
 impl ChunkState {
-    /// An empty chunk over `nodes` nodes (no decay), for tests.
-    #[cfg(test)]
-    pub fn for_tests(nodes: usize) -> Self {
+    /// A chunk with no evidence yet, over `nodes` nodes.
+    pub fn new(nodes: usize, decay: f64) -> Self {
         ChunkState {
             by_src: smallvec::smallvec![0.0; nodes],
             by_home: smallvec::smallvec![0.0; nodes],
@@ -55,7 +54,7 @@ impl ChunkState {
             last_want: None,
             flips: 0,
             since_s: 0.0,
-            decay: 0.0,
+            decay,
         }
     }
 
@@ -173,16 +172,7 @@ impl ChunkTable {
             let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
             let home = snap.pages.get(page);
             traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
-            let c = self.map.entry(key).or_insert_with(|| ChunkState {
-                by_src: smallvec::smallvec![0.0; nn],
-                by_home: smallvec::smallvec![0.0; nn],
-                placed: None,
-                pending: None,
-                last_want: None,
-                flips: 0,
-                since_s: 0.0,
-                decay,
-            });
+            let c = self.map.entry(key).or_insert_with(|| ChunkState::new(nn, decay));
             c.by_src[src as usize] += 1.0;
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;

@@ -248,7 +248,7 @@ fn private_chunks_are_spread_instead_where_home_moves_are_off() {
 #[test]
 fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
     let w = world(2048, 0);
-    let mut c = ChunkState::for_tests(4);
+    let mut c = ChunkState::new(4, 0.0);
     assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.0), f64::INFINITY);
     assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.1), f64::INFINITY, "no change yet");
     assert!((c.observe_target(Target::Spread, 0.2) - 0.2).abs() < 1e-9);
