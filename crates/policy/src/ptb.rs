@@ -24,9 +24,9 @@
 //! 4. **Load check** ([`model`]): a loaded-latency model of each memory controller (idle
 //!    latency x queueing factor at the predicted utilisation) decides, per candidate move,
 //!    the predicted saving in access time over a horizon (`horizon_s`, shortened for a chunk
-//!    whose target has changed before to the mean time between its changes: data whose
-//!    accessors alternate with the program's phases must pay back within a phase); a move
-//!    happens only when that
+//!    whose target has alternated before to how long its past periods with a target of this
+//!    kind lasted: data whose accessors alternate with the program's phases must pay back
+//!    within the phase that wants it there); a move happens only when that
 //!    saving exceeds its cost (per-page CPU time + copy) by `payback`. Private chunks whose
 //!    home would saturate are spread instead (congestion before locality).
 //! 5. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it

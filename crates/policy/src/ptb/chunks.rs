@@ -40,6 +40,9 @@ pub struct ChunkState {
     pub last_want: Option<Target>,
     pub flips: u32,
     pub since_s: f64,
+    /// Total seconds and number of past periods with a node target [0] and a spread target [1].
+    pub held_s: [f32; 2],
+    pub held_n: [u16; 2],
     decay: f64,
 }
 
@@ -54,6 +57,8 @@ impl ChunkState {
             last_want: None,
             flips: 0,
             since_s: 0.0,
+            held_s: [0.0; 2],
+            held_n: [0; 2],
             decay,
         }
     }
@@ -79,21 +84,32 @@ impl ChunkState {
         self.total() * (1.0 - self.decay) * period as f64 / secs
     }
 
-    /// Record this cycle's target; returns how long (seconds) a target of this chunk is
-    /// expected to last: unbounded (`f64::INFINITY`) until it has changed once, then the mean
-    /// time between changes. A chunk whose accessors alternate with the program's phases
-    /// thus gets a short horizon, and a move must pay back within it.
+    /// Record this cycle's target; returns how long (seconds) this target is expected to
+    /// last: unbounded (`f64::INFINITY`) while the chunk has never held a target of this kind
+    /// (a node, or spread) before, else the longer of the mean length of its past periods of
+    /// this kind and the current period so far. A chunk whose accessors alternate with the
+    /// program's phases thus gets the length of the phase that wants this target as its
+    /// horizon: a move toward the placement of a short phase must pay back within it, while
+    /// the placement of the long phase is still taken.
     pub fn observe_target(&mut self, want: Target, now_s: f64) -> f64 {
+        let kind = |t: Target| usize::from(matches!(t, Target::Spread));
         match self.last_want {
             None => self.since_s = now_s,
-            Some(w) if w != want => self.flips += 1,
+            Some(w) if w != want => {
+                self.flips += 1;
+                let k = kind(w);
+                self.held_s[k] += (now_s - self.since_s).max(0.0) as f32;
+                self.held_n[k] = self.held_n[k].saturating_add(1);
+                self.since_s = now_s;
+            }
             Some(_) => {}
         }
         self.last_want = Some(want);
-        if self.flips == 0 {
+        let k = kind(want);
+        if self.held_n[k] == 0 {
             f64::INFINITY
         } else {
-            (now_s - self.since_s).max(0.0) / self.flips as f64
+            (self.held_s[k] as f64 / self.held_n[k] as f64).max(now_s - self.since_s)
         }
     }
 

@@ -251,8 +251,13 @@ fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
     let mut c = ChunkState::new(4, 0.0);
     assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.0), f64::INFINITY);
     assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.1), f64::INFINITY, "no change yet");
-    assert!((c.observe_target(Target::Spread, 0.2) - 0.2).abs() < 1e-9);
-    assert!((c.observe_target(Target::Node(NodeIdx(1)), 0.4) - 0.2).abs() < 1e-9);
+    // First time spread: nothing known about how long spread periods last.
+    assert_eq!(c.observe_target(Target::Spread, 0.2), f64::INFINITY);
+    // Back to a node: node periods have lasted 0.2 s so far.
+    assert!((c.observe_target(Target::Node(NodeIdx(1)), 0.4) - 0.2).abs() < 1e-6);
+    // Spread again: the one spread period lasted 0.2 s; a long current period counts too.
+    assert!((c.observe_target(Target::Spread, 0.5) - 0.2).abs() < 1e-6);
+    assert!((c.observe_target(Target::Spread, 1.5) - 1.0).abs() < 1e-6);
     // In a run, confirmation and the short horizon together: slices that flip between
     // private and all-shared every cycle never move, while the same private slices held
     // steady do.
