@@ -1,13 +1,17 @@
 //! The load model behind `ptb`'s decisions.
 //!
 //! Resources: each node's memory controller (capacity: `controller_gbps`, else the best
-//! Bandwidth Graph entry into the node) and each path from the CPUs of node s to the memory
+//! Bandwidth Graph entry into the node), each path from the CPUs of node s to the memory
 //! of node d (capacity: the sum of the uncontended Bandwidth Graph over s's CPU groups — what
-//! those CPUs reach when they alone use that memory). Loads are accesses per second estimated
+//! those CPUs reach when they alone use that memory), and, where the machine's links and
+//! routes are known, every directed interconnect link (a read's data crosses the links of its
+//! route from the memory to the reading group; a node's traffic is split evenly over its
+//! groups' routes). Loads are accesses per second estimated
 //! from samples x period. A resource at utilisation u adds a queueing delay `svc * u/(1-u)`
 //! (capped at 10 svc), svc being half the idle local latency, so latency roughly doubles at
 //! 2/3 load and rises steeply after — the shape of published loaded-latency curves. The
-//! loaded latency from s to d is idle(s, d) + the delays of d's controller and of path (s, d).
+//! loaded latency from s to d is idle(s, d) + the delays of d's controller, of path (s, d)
+//! and of the links on the way (each weighted by the share of s's groups routed over it).
 //! A move's saving is the drop in its accesses' mean loaded latency (now vs after all chosen
 //! moves) divided by the memory-level parallelism, over a horizon; its cost is the per-page
 //! CPU time plus the copy time.
@@ -131,7 +135,7 @@ pub fn cost_ns(m: &Machine, npages: u64, resident: &[f64], t: Target, weights: &
     moved * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
 }
 
-/// Controller and path loads and the loaded latencies they imply.
+/// Controller, path and link loads and the loaded latencies they imply.
 pub struct LoadModel {
     /// Accesses per second per memory node.
     pub acc: Vec<f64>,
@@ -141,6 +145,43 @@ pub struct LoadModel {
     path_cap: Vec<Vec<f64>>,
     service: Vec<f64>,
     idle: Vec<Vec<f64>>,
+    /// Directed links crossed by the data of a read from node s's CPUs to node d's memory:
+    /// `(link, share of s's CPU groups whose route uses it)`.
+    links_of: RouteLinks,
+    /// Capacity of every directed link, accesses per second (index: 2 * link + direction).
+    link_cap: Vec<f64>,
+    link_service: f64,
+}
+
+/// Per (source node, memory node): the directed links crossed, with the share of the source's
+/// CPU groups whose route uses each.
+type RouteLinks = Vec<Vec<Vec<(usize, f64)>>>;
+
+/// `(directed link, share of the source's groups)` for every (source node, memory node), and
+/// the directed links' capacities in accesses per second; empty where links are unknown.
+fn route_links(m: &Machine) -> (RouteLinks, Vec<f64>) {
+    let nn = m.n_nodes();
+    let line = m.line_size as f64;
+    let cap: Vec<f64> = m.links.iter().flat_map(|l| [l.gbps_ab * 1e9 / line, l.gbps_ba * 1e9 / line]).collect();
+    let mut of = vec![vec![Vec::new(); nn]; nn];
+    if m.routes.is_empty() {
+        return (of, cap);
+    }
+    for (s, row) in of.iter_mut().enumerate() {
+        let groups = &m.nodes[s].groups;
+        for (d, cell) in row.iter_mut().enumerate() {
+            let mut acc: std::collections::BTreeMap<usize, f64> = std::collections::BTreeMap::new();
+            for g in groups {
+                if let Some(r) = m.route(*g, NodeIdx::from_ix(d)) {
+                    for h in &r.hops {
+                        *acc.entry(2 * h.link.ix() + usize::from(!h.forward)).or_default() += 1.0 / groups.len() as f64;
+                    }
+                }
+            }
+            *cell = acc.into_iter().collect();
+        }
+    }
+    (of, cap)
 }
 
 /// A queueing delay factor u / (1 - u), capped at 10.
@@ -154,20 +195,51 @@ fn qf(acc: f64, cap: f64) -> f64 {
 
 impl LoadModel {
     pub fn new(snap: &Snapshot, d: &Demand) -> Self {
-        let m = snap.machine;
+        Self::for_machine(snap.machine, d)
+    }
+
+    pub fn for_machine(m: &Machine, d: &Demand) -> Self {
         let nn = m.n_nodes();
         let line = m.line_size as f64;
         let cap: Vec<f64> = capacity_bytes(m).iter().map(|b| b / line).collect();
         let path_cap = path_capacity_bytes(m).into_iter().map(|r| r.into_iter().map(|b| b / line).collect()).collect();
         let idle: Vec<Vec<f64>> =
             (0..nn).map(|a| (0..nn).map(|b| idle_ns(m, NodeIdx::from_ix(a), NodeIdx::from_ix(b))).collect()).collect();
-        let service = (0..nn).map(|n| 0.5 * if m.nodes[n].has_cpus() { idle[n][n] } else { 100.0 }).collect();
-        LoadModel { acc: d.per_node.clone(), path: d.per_path.clone(), cap, path_cap, service, idle }
+        let service: Vec<f64> = (0..nn).map(|n| 0.5 * if m.nodes[n].has_cpus() { idle[n][n] } else { 100.0 }).collect();
+        let (links_of, link_cap) = route_links(m);
+        let link_service = service.iter().sum::<f64>() / nn.max(1) as f64;
+        LoadModel {
+            acc: d.per_node.clone(),
+            path: d.per_path.clone(),
+            cap,
+            path_cap,
+            service,
+            idle,
+            links_of,
+            link_cap,
+            link_service,
+        }
+    }
+
+    /// Accesses per second over every directed link for the given path loads.
+    fn link_loads(&self, path: &[Vec<f64>]) -> Vec<f64> {
+        let mut load = vec![0.0; self.link_cap.len()];
+        for (s, row) in path.iter().enumerate() {
+            for (d, &a) in row.iter().enumerate() {
+                for &(l, share) in &self.links_of[s][d] {
+                    load[l] += a * share;
+                }
+            }
+        }
+        load
     }
 
     /// Loaded latency matrix (source node x memory node) for the given loads.
     pub fn loaded(&self, acc: &[f64], path: &[Vec<f64>]) -> Vec<Vec<f64>> {
         let nn = acc.len();
+        let links = self.link_loads(path);
+        let link_delay: Vec<f64> =
+            links.iter().zip(&self.link_cap).map(|(a, c)| self.link_service * qf(*a, *c)).collect();
         (0..nn)
             .map(|s| {
                 (0..nn)
@@ -175,6 +247,7 @@ impl LoadModel {
                         self.idle[s][d]
                             + self.service[d] * qf(acc[d], self.cap[d])
                             + self.service[d] * qf(path[s][d], self.path_cap[s][d])
+                            + self.links_of[s][d].iter().map(|&(l, share)| share * link_delay[l]).sum::<f64>()
                     })
                     .collect()
             })
@@ -198,12 +271,18 @@ impl LoadModel {
 
     /// Highest utilisation of any controller or path that the chunk's accesses cross.
     pub fn max_util(&self, acc: &[f64], path: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
+        let links = self.link_loads(path);
         let mut u: f64 = 0.0;
         for (s, _) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
             for (d, _) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
                 let c = if self.cap[d] > 0.0 { acc[d] / self.cap[d] } else { 1.0 };
                 let p = if self.path_cap[s][d].is_finite() { path[s][d] / self.path_cap[s][d] } else { 0.0 };
                 u = u.max(c).max(p);
+                for &(l, _) in &self.links_of[s][d] {
+                    if self.link_cap[l] > 0.0 {
+                        u = u.max(links[l] / self.link_cap[l]);
+                    }
+                }
             }
         }
         u
@@ -223,5 +302,46 @@ impl LoadModel {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traffic_over_a_link_delays_the_paths_that_cross_it_and_no_other() {
+        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+        let nn = m.n_nodes();
+        let idle = Demand { per_node: vec![0.0; nn], per_path: vec![vec![0.0; nn]; nn], share: 0.0 };
+        let quiet = LoadModel::for_machine(&m, &idle);
+        // A pair of nodes whose reads cross at least one link, and a pair whose reads do not
+        // share any of those links.
+        let (s, d) = (0..nn)
+            .flat_map(|s| (0..nn).map(move |d| (s, d)))
+            .find(|&(s, d)| !quiet.links_of[s][d].is_empty())
+            .unwrap();
+        let busy: Vec<usize> = quiet.links_of[s][d].iter().map(|x| x.0).collect();
+        let (s2, d2) = (0..nn)
+            .flat_map(|s| (0..nn).map(move |d| (s, d)))
+            .find(|&(a, b)| a != b && (a, b) != (s, d) && quiet.links_of[a][b].iter().all(|x| !busy.contains(&x.0)))
+            .unwrap();
+        // Load (s, d) to 90% of its first link, with its controller and path kept out of it.
+        let l = busy[0];
+        let mut per_path = vec![vec![0.0; nn]; nn];
+        per_path[s][d] = 0.9 * quiet.link_cap[l] / quiet.links_of[s][d][0].1;
+        let load = LoadModel::for_machine(&m, &Demand { per_node: vec![0.0; nn], per_path, share: 0.0 });
+        let (lq, ll) = (quiet.loaded(&quiet.acc, &quiet.path), load.loaded(&vec![0.0; nn], &load.path));
+        // Beyond what the (s, d) path itself adds: the link's queueing (90% busy: 9x its service).
+        let path_delay = load.service[d] * qf(load.path[s][d], load.path_cap[s][d]);
+        assert!(ll[s][d] - lq[s][d] - path_delay > 4.0 * load.link_service, "{} vs {}", ll[s][d], lq[s][d]);
+        assert!((ll[s2][d2] - lq[s2][d2]).abs() < 1e-9);
+        assert!(
+            load.max_util(&vec![0.0; nn], &load.path, &[1.0; 8], &{
+                let mut v = vec![0.0; nn];
+                v[d] = 1.0;
+                v
+            }) >= 0.89
+        );
     }
 }
