@@ -116,11 +116,11 @@ else fail "attach-interleave: rc=$rc app=$arc $r"; fi
 #    re-protects its buffer like the kernel's NUMA hinting scan, so each thread's accesses to
 #    its own slice fault again); the policy plans page and thread moves; every move is where
 #    the plan put it; the daemon ends cleanly when the target exits.
-# ptb-classic needs Min_Acc (16) faults on a page within one cycle: a small buffer protected
+# ptb-classic needs Min_Acc (16) faults on a page within one cycle: a small buffer (1 MiB) protected
 # whole every 100 ms and 2 s cycles give it that under TCG (~5k faults/s); ptb places 2 MiB
 # chunks, so it gets 4 MiB a thread, protected an eighth at a time. Pages still protected when
 # a move comes fail with ENOENT on some kernels: the log reports them and ptb retries them.
-for run in "ptb-classic 2 2000 1" "ptb 16 1000 8"; do
+for run in "ptb-classic 1 2000 1" "ptb 16 1000 8"; do
   set -- $run; pol=$1
   rm -f /tmp/p4.jsonl /tmp/d4
   ptb-testapp --threads 4 --mb $2 --seconds 8 --partition --refault-ms 100 --refault-parts $4 --dump /tmp/d4 > /tmp/t4.out & A=$!
