@@ -1,0 +1,166 @@
+//! The `ptb` policy's parameters: their documentation (`ptb policies`, `--help`), defaults
+//! and parsing from `--set ptb.KEY=VALUE` / `--config`.
+
+use crate::params::{ParamDoc, Params};
+use crate::PolicyError;
+use std::time::Duration;
+
+pub const PARAMS: &[ParamDoc] = &[
+    ParamDoc { key: "cycle_ms", default: "100", doc: "cycle length in milliseconds" },
+    ParamDoc { key: "period", default: "8192", doc: "sampling period: one address sample per N accesses" },
+    ParamDoc { key: "chunk_pages", default: "512", doc: "pages per chunk (power of two; 512 x 4 KiB = 2 MiB)" },
+    ParamDoc { key: "decay", default: "0.5", doc: "weight of the previous cycles' counts (0 = no history)" },
+    ParamDoc {
+        key: "private_share",
+        default: "0.7",
+        doc: "share of a chunk's accesses from one node that makes it private",
+    },
+    ParamDoc { key: "min_samples", default: "3", doc: "decayed samples a chunk needs before it is placed" },
+    ParamDoc { key: "confirm", default: "2", doc: "cycles a chunk's target must hold before it moves" },
+    ParamDoc {
+        key: "gate",
+        default: "0.02",
+        doc: "minimum memory traffic, as a share of machine bandwidth, to act at all",
+    },
+    ParamDoc { key: "payback", default: "2.0", doc: "predicted saving must exceed the move's cost by this factor" },
+    ParamDoc { key: "tolerance", default: "0.25", doc: "a chunk within this share of its target placement counts as placed" },
+    ParamDoc { key: "mlp", default: "4", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
+    ParamDoc { key: "horizon_s", default: "10", doc: "seconds over which a move's saving is counted" },
+    ParamDoc {
+        key: "urgent_s",
+        default: "1",
+        doc: "a move not yet confirmed happens anyway if it pays back within this many seconds (0: always wait for confirmation)",
+    },
+    ParamDoc {
+        key: "spread_at_start",
+        default: "auto",
+        doc: "spread new pages over the memory nodes at start: true, false (first touch), or auto (spread when a CPU group's local bandwidth is under 1.5x its mean bandwidth to the other nodes)",
+    },
+    ParamDoc {
+        key: "home_moves",
+        default: "auto",
+        doc: "move private chunks to the node of their accessors: true, false (spread them like shared ones), or auto (false where spread_at_start's auto rule finds local bandwidth close to remote)",
+    },
+    ParamDoc {
+        key: "link_aware",
+        default: "auto",
+        doc: "spread shared chunks with weights that balance the interconnect links for where their accesses come from: true, false (in proportion to node bandwidth), or auto (true where the machine's links differ in bandwidth by more than 1.5x)",
+    },
+    ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
+];
+
+/// Tunables of the `ptb` policy (see [`PARAMS`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtbParams {
+    pub cycle: Duration,
+    pub period: u64,
+    pub chunk_pages: u64,
+    pub decay: f64,
+    pub private_share: f64,
+    pub min_samples: f64,
+    pub confirm: u32,
+    pub gate: f64,
+    pub payback: f64,
+    pub horizon_s: f64,
+    pub urgent_s: f64,
+    pub mlp: f64,
+    pub quiet_after: u32,
+    pub spread_at_start: StartMode,
+    /// Auto: home moves unless local paths are narrow; Spread: never; FirstTouch: always.
+    pub home_moves: StartMode,
+    /// Auto: where links differ in width; Spread: always; FirstTouch: never.
+    pub link_aware: StartMode,
+    pub tolerance: f64,
+}
+
+impl Default for PtbParams {
+    fn default() -> Self {
+        PtbParams {
+            cycle: Duration::from_millis(100),
+            period: 8192,
+            chunk_pages: 512,
+            decay: 0.5,
+            private_share: 0.7,
+            min_samples: 3.0,
+            confirm: 2,
+            gate: 0.02,
+            payback: 2.0,
+            horizon_s: 10.0,
+            urgent_s: 1.0,
+            mlp: 4.0,
+            tolerance: 0.25,
+            quiet_after: 3,
+            spread_at_start: StartMode::Auto,
+            home_moves: StartMode::Auto,
+            link_aware: StartMode::Auto,
+        }
+    }
+}
+
+/// How `ptb` places new pages at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartMode {
+    Auto,
+    Spread,
+    FirstTouch,
+}
+
+/// `auto`, `true` or `false` of a three-way parameter. For `spread_at_start`, true means
+/// Spread; for `home_moves` (`true_is_first_touch`), true means moving home (FirstTouch) and
+/// false means spreading.
+fn tri_state(v: &str, key: &str, true_is_first_touch: bool) -> Result<StartMode, PolicyError> {
+    let (t, f) = if true_is_first_touch {
+        (StartMode::FirstTouch, StartMode::Spread)
+    } else {
+        (StartMode::Spread, StartMode::FirstTouch)
+    };
+    match v {
+        "auto" => Ok(StartMode::Auto),
+        "true" => Ok(t),
+        "false" => Ok(f),
+        other => Err(PolicyError::Param {
+            origin: "parameters".into(),
+            policy: "ptb".into(),
+            key: key.into(),
+            reason: format!("`{other}` is not auto, true or false"),
+        }),
+    }
+}
+
+impl PtbParams {
+    /// The `[ptb]` section of `params`, checked (unknown keys and bad values are refused).
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        let s = params.section("ptb");
+        let d = PtbParams::default();
+        let chunk_pages: u64 = s.get("chunk_pages", d.chunk_pages)?;
+        if !chunk_pages.is_power_of_two() {
+            return Err(PolicyError::Param {
+                origin: "parameters".into(),
+                policy: "ptb".into(),
+                key: "chunk_pages".into(),
+                reason: format!("{chunk_pages} is not a power of two"),
+            });
+        }
+        let p = PtbParams {
+            cycle: Duration::from_millis(s.get("cycle_ms", d.cycle.as_millis() as u64)?.clamp(10, 3_600_000)),
+            period: s.get::<u64>("period", d.period)?.max(1),
+            chunk_pages,
+            decay: s.f64_in("decay", d.decay, 0.0, 0.99)?,
+            private_share: s.f64_in("private_share", d.private_share, 0.5, 1.0)?,
+            min_samples: s.f64_in("min_samples", d.min_samples, 0.0, 1e9)?,
+            confirm: s.get("confirm", d.confirm)?,
+            gate: s.f64_in("gate", d.gate, 0.0, 1.0)?,
+            payback: s.f64_in("payback", d.payback, 0.0, 1e6)?,
+            horizon_s: s.f64_in("horizon_s", d.horizon_s, 0.0, 1e6)?,
+            urgent_s: s.f64_in("urgent_s", d.urgent_s, 0.0, 1e6)?,
+            mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
+            tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
+            quiet_after: s.get("quiet_after", d.quiet_after)?,
+            spread_at_start: tri_state(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start", false)?,
+            home_moves: tri_state(&s.get::<String>("home_moves", "auto".into())?, "home_moves", true)?,
+            link_aware: tri_state(&s.get::<String>("link_aware", "auto".into())?, "link_aware", false)?,
+        };
+        s.finish()?;
+        Ok(p)
+    }
+}
