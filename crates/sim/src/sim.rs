@@ -194,6 +194,45 @@ impl Simulation {
         self.mem_nodes.contains(&n)
     }
 
+    /// Place the not yet placed pages `pages` of object `o` over the nodes in proportion to
+    /// `f` (dense node index; smooth weighted round-robin: each page goes to the node furthest
+    /// behind its share). `what` names the pages in errors: `f` must be one non-negative
+    /// number per node, not all 0, and only allowed memory nodes may get pages.
+    pub(crate) fn place_fractions(
+        &self,
+        run: &mut Run,
+        o: usize,
+        pages: std::ops::Range<usize>,
+        f: &[f64],
+        what: &str,
+    ) -> Result<(), SimError> {
+        let bad = |m: String| SimError::Placement(m);
+        let nn = self.sm.n_nodes;
+        if f.len() != nn || f.iter().any(|x| !x.is_finite() || *x < 0.0) || f.iter().sum::<f64>() <= 0.0 {
+            return Err(bad(format!("{what}: fractions must be {nn} non-negative numbers, not all 0")));
+        }
+        if let Some(n) = (0..nn).find(|&n| f[n] > 0.0 && !self.is_mem_allowed(n)) {
+            return Err(bad(format!("{what}: node {n} is not an allowed memory node")));
+        }
+        let total: f64 = f.iter().sum();
+        let mut cur = vec![0.0; nn];
+        for p in pages {
+            if run.objs[o].get(p).is_some() {
+                continue;
+            }
+            for n in 0..nn {
+                cur[n] += f[n] / total;
+            }
+            let best = (0..nn).fold(0, |b, n| if cur[n] > cur[b] { n } else { b });
+            cur[best] -= 1.0;
+            if run.used_pages[best] >= run.cap_pages[best] {
+                return Err(bad(format!("object {o}: node {best} is full")));
+            }
+            run.alloc_page(o, p, best);
+        }
+        Ok(())
+    }
+
     /// The first-touch reference run (computed once, then cached).
     pub fn first_touch(&self) -> Result<RunResult, SimError> {
         if let Some(r) = self.reference.lock().ok().and_then(|g| g.clone()) {
@@ -305,32 +344,12 @@ impl Simulation {
         self.check(&run, &plan).map_err(bad)?;
         run.apply_plan(&plan);
         run.acc.threads_migrated = 0;
-        let nn = self.sm.n_nodes;
         let mut ft = vec![pl.objects.is_empty(); l.objects.len()];
         for (o, op) in pl.objects.iter().enumerate() {
             match op {
                 ObjectPlacement::FirstTouch => ft[o] = true,
                 ObjectPlacement::Fractions(f) => {
-                    if f.len() != nn || f.iter().any(|x| !x.is_finite() || *x < 0.0) || f.iter().sum::<f64>() <= 0.0 {
-                        return Err(bad(format!("object {o}: fractions must be {nn} non-negative numbers, not all 0")));
-                    }
-                    if let Some(n) = (0..nn).find(|&n| f[n] > 0.0 && !self.mem_nodes.contains(&n)) {
-                        return Err(bad(format!("object {o}: node {n} is not an allowed memory node")));
-                    }
-                    let total: f64 = f.iter().sum();
-                    let w: Vec<f64> = f.iter().map(|x| x / total).collect();
-                    let mut cur = vec![0.0; nn];
-                    for p in 0..l.objects[o].npages {
-                        for n in 0..nn {
-                            cur[n] += w[n];
-                        }
-                        let best = (0..nn).fold(0, |b, n| if cur[n] > cur[b] { n } else { b });
-                        cur[best] -= 1.0;
-                        if run.used_pages[best] >= run.cap_pages[best] {
-                            return Err(bad(format!("object {o}: node {best} is full")));
-                        }
-                        run.alloc_page(o, p, best);
-                    }
+                    self.place_fractions(&mut run, o, 0..l.objects[o].npages, f, &format!("object {o}"))?;
                 }
             }
         }

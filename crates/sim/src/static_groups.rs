@@ -56,7 +56,6 @@ impl Simulation {
             validate_plan(&plan, &snap).map_err(|e| bad(e.to_string()))?;
         }
         run.apply_plan(&plan);
-        let nn = self.sm.n_nodes;
         let mut ft = vec![true; l.objects.len()];
         for (o, gs) in groups.iter().enumerate() {
             if gs.is_empty() {
@@ -65,31 +64,8 @@ impl Simulation {
             ft[o] = false;
             let np = l.objects[o].npages;
             for (g, f) in gs.iter().enumerate() {
-                if f.len() != nn || f.iter().any(|x| !x.is_finite() || *x < 0.0) || f.iter().sum::<f64>() <= 0.0 {
-                    return Err(bad(format!(
-                        "object {o} group {g}: fractions must be {nn} non-negative numbers, not all 0"
-                    )));
-                }
-                if let Some(n) = (0..nn).find(|&n| f[n] > 0.0 && !self.is_mem_allowed(n)) {
-                    return Err(bad(format!("object {o} group {g}: node {n} is not an allowed memory node")));
-                }
-                let total: f64 = f.iter().sum();
-                let mut cur = vec![0.0; nn];
                 let (s, e) = slice(np, gs.len(), g);
-                for p in s..e {
-                    if run.objs[o].get(p).is_some() {
-                        continue;
-                    }
-                    for n in 0..nn {
-                        cur[n] += f[n] / total;
-                    }
-                    let best = (0..nn).fold(0, |b, n| if cur[n] > cur[b] { n } else { b });
-                    cur[best] -= 1.0;
-                    if run.used_pages[best] >= run.cap_pages[best] {
-                        return Err(bad(format!("object {o}: node {best} is full")));
-                    }
-                    run.alloc_page(o, p, best);
-                }
+                self.place_fractions(&mut run, o, s..e, f, &format!("object {o} group {g}"))?;
             }
         }
         run.allocate(&AllocPolicy::FirstTouch, Some(&ft))?;
