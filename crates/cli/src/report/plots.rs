@@ -489,23 +489,3 @@ pub fn pages_per_cycle(title: &str, series: &[(String, Vec<u64>)], dir: &Path, s
     };
     write(&fig, dir, stem)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_cover_the_range_with_round_steps() {
-        let t = nice_ticks(0.0, 37.0, 6);
-        assert_eq!(t.first(), Some(&0.0));
-        assert!(*t.last().unwrap() >= 37.0);
-        let step = t[1] - t[0];
-        assert!([1.0, 2.0, 5.0, 10.0].contains(&step), "{t:?}");
-    }
-
-    #[test]
-    fn viridis_ends() {
-        assert_eq!(viridis(0.0), RGBColor(68, 1, 84));
-        assert_eq!(viridis(1.0), RGBColor(253, 231, 37));
-    }
-}
