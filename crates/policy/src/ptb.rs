@@ -52,7 +52,7 @@ mod model;
 mod params;
 mod spread;
 
-pub use params::{PtbParams, StartMode, PARAMS};
+pub use params::{PtbParams, Switch, PARAMS};
 
 use crate::params::Params;
 use crate::plan::{AllocPolicy, Plan, RangeAction, RangeOp, SamplingMode, SamplingRequest, StartPlan};
@@ -120,11 +120,7 @@ impl Policy for Ptb {
         // cycles then bring private chunks home where that pays.
         let nodes: Vec<NodeIdx> =
             ctx.machine.memory_nodes().into_iter().filter(|n| ctx.allowed.contains_idx(*n)).collect();
-        let spread = match self.p.spread_at_start {
-            StartMode::Spread => true,
-            StartMode::FirstTouch => false,
-            StartMode::Auto => local_path_is_narrow(ctx.machine),
-        };
+        let spread = self.p.spread_at_start.on(|| local_path_is_narrow(ctx.machine));
         let alloc = match spread_weights(ctx.machine, &nodes) {
             _ if nodes.len() < 2 || !spread => AllocPolicy::FirstTouch,
             None => AllocPolicy::Interleave(nodes),
@@ -200,12 +196,7 @@ impl Ptb {
         stats: &mut std::collections::BTreeMap<String, f64>,
     ) -> Vec<(NodeIdx, u32)> {
         let mut src = vec![0.0; m.n_nodes()];
-        let link_aware = match self.p.link_aware {
-            StartMode::Auto => spread::links_differ(m),
-            StartMode::Spread => true,
-            StartMode::FirstTouch => false,
-        };
-        if link_aware {
+        if self.p.link_aware.on(|| spread::links_differ(m)) {
             for c in self.table.states().filter(|c| c.total() >= self.p.min_samples) {
                 let (top, share) = c.top_node();
                 if homes && share >= self.p.private_share && mem_nodes.contains(&top) {
@@ -226,11 +217,7 @@ impl Ptb {
 
     /// Whether private chunks go to their accessors' node on this machine.
     fn home_moves_on(&self, m: &ptb_topology::Machine) -> bool {
-        match self.p.home_moves {
-            StartMode::Auto => !local_path_is_narrow(m),
-            StartMode::FirstTouch => true,
-            StartMode::Spread => false,
-        }
+        self.p.home_moves.on(|| !local_path_is_narrow(m))
     }
 
     /// Pick the chunk moves of this cycle.

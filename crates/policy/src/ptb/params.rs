@@ -65,11 +65,12 @@ pub struct PtbParams {
     pub urgent_s: f64,
     pub mlp: f64,
     pub quiet_after: u32,
-    pub spread_at_start: StartMode,
-    /// Auto: home moves unless local paths are narrow; Spread: never; FirstTouch: always.
-    pub home_moves: StartMode,
-    /// Auto: where links differ in width; Spread: always; FirstTouch: never.
-    pub link_aware: StartMode,
+    /// Spread new pages at start (auto: where local paths are narrow).
+    pub spread_at_start: Switch,
+    /// Move private chunks home (auto: unless local paths are narrow).
+    pub home_moves: Switch,
+    /// Link-aware spread weights (auto: where links differ in width).
+    pub link_aware: Switch,
     pub tolerance: f64,
 }
 
@@ -90,40 +91,44 @@ impl Default for PtbParams {
             mlp: 4.0,
             tolerance: 0.25,
             quiet_after: 3,
-            spread_at_start: StartMode::Auto,
-            home_moves: StartMode::Auto,
-            link_aware: StartMode::Auto,
+            spread_at_start: Switch::Auto,
+            home_moves: Switch::Auto,
+            link_aware: Switch::Auto,
         }
     }
 }
 
-/// How `ptb` places new pages at start.
+/// A yes/no parameter that may also be left to a rule about the machine (`auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StartMode {
+pub enum Switch {
     Auto,
-    Spread,
-    FirstTouch,
+    On,
+    Off,
 }
 
-/// `auto`, `true` or `false` of a three-way parameter. For `spread_at_start`, true means
-/// Spread; for `home_moves` (`true_is_first_touch`), true means moving home (FirstTouch) and
-/// false means spreading.
-fn tri_state(v: &str, key: &str, true_is_first_touch: bool) -> Result<StartMode, PolicyError> {
-    let (t, f) = if true_is_first_touch {
-        (StartMode::FirstTouch, StartMode::Spread)
-    } else {
-        (StartMode::Spread, StartMode::FirstTouch)
-    };
-    match v {
-        "auto" => Ok(StartMode::Auto),
-        "true" => Ok(t),
-        "false" => Ok(f),
-        other => Err(PolicyError::Param {
-            origin: "parameters".into(),
-            policy: "ptb".into(),
-            key: key.into(),
-            reason: format!("`{other}` is not auto, true or false"),
-        }),
+impl Switch {
+    /// On or off; `Auto` asks `rule`.
+    pub fn on(self, rule: impl FnOnce() -> bool) -> bool {
+        match self {
+            Switch::On => true,
+            Switch::Off => false,
+            Switch::Auto => rule(),
+        }
+    }
+
+    /// `auto`, `true` or `false`, for the error `key`.
+    fn parse(v: &str, key: &str) -> Result<Switch, PolicyError> {
+        match v {
+            "auto" => Ok(Switch::Auto),
+            "true" => Ok(Switch::On),
+            "false" => Ok(Switch::Off),
+            other => Err(PolicyError::Param {
+                origin: "parameters".into(),
+                policy: "ptb".into(),
+                key: key.into(),
+                reason: format!("`{other}` is not auto, true or false"),
+            }),
+        }
     }
 }
 
@@ -156,9 +161,9 @@ impl PtbParams {
             mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
             tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
-            spread_at_start: tri_state(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start", false)?,
-            home_moves: tri_state(&s.get::<String>("home_moves", "auto".into())?, "home_moves", true)?,
-            link_aware: tri_state(&s.get::<String>("link_aware", "auto".into())?, "link_aware", false)?,
+            spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,
+            home_moves: Switch::parse(&s.get::<String>("home_moves", "auto".into())?, "home_moves")?,
+            link_aware: Switch::parse(&s.get::<String>("link_aware", "auto".into())?, "link_aware")?,
         };
         s.finish()?;
         Ok(p)
