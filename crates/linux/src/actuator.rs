@@ -152,6 +152,9 @@ impl RetryQueue {
     /// Take every queued move the new plan does not mention (a page it moves again starts
     /// afresh), appending it to `moves`; returns the tries so far of each one taken.
     fn take_into(&mut self, moves: &mut BTreeMap<u32, Vec<(u64, i32)>>) -> BTreeMap<(u32, u64), u8> {
+        if self.pages.is_empty() {
+            return BTreeMap::new();
+        }
         let planned: std::collections::BTreeSet<(u32, u64)> =
             moves.iter().flat_map(|(pid, ms)| ms.iter().map(move |(a, _)| (*pid, *a))).collect();
         let mut tries = BTreeMap::new();

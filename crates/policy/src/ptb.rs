@@ -341,13 +341,14 @@ impl Ptb {
         let lat_now = load.loaded(&load.acc, &load.path);
         let lat_after = load.loaded(&after, &after_path);
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
+        let after_links = load.link_loads(&after_path);
         let mut out = Vec::new();
         for c in cands {
             let to = model::target_shares(c.want, &weights, nn);
             // Where the chunk's accesses would still cross a resource near saturation, they are
             // bandwidth-bound: a shorter distance does not make them faster, only less queueing
             // does. Elsewhere they are latency-bound and the whole loaded latency counts.
-            let bound = load.max_util(&after, &after_path, &c.src, &to) >= 0.75;
+            let bound = load.max_util(&after, &after_path, &after_links, &c.src, &to) >= 0.75;
             let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
             let saving_ns_per_s = c.a
                 * (model::LoadModel::mean_latency(now, &c.src, &c.from)

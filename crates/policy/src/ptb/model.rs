@@ -222,7 +222,7 @@ impl LoadModel {
     }
 
     /// Accesses per second over every directed link for the given path loads.
-    fn link_loads(&self, path: &[Vec<f64>]) -> Vec<f64> {
+    pub fn link_loads(&self, path: &[Vec<f64>]) -> Vec<f64> {
         let mut load = vec![0.0; self.link_cap.len()];
         for (s, row) in path.iter().enumerate() {
             for (d, &a) in row.iter().enumerate() {
@@ -269,9 +269,9 @@ impl LoadModel {
         }
     }
 
-    /// Highest utilisation of any controller or path that the chunk's accesses cross.
-    pub fn max_util(&self, acc: &[f64], path: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
-        let links = self.link_loads(path);
+    /// Highest utilisation of any controller, path or link that the chunk's accesses cross;
+    /// `links` are the link loads of `path` ([`Self::link_loads`]).
+    pub fn max_util(&self, acc: &[f64], path: &[Vec<f64>], links: &[f64], src: &[f64], pages: &[f64]) -> f64 {
         let mut u: f64 = 0.0;
         for (s, _) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
             for (d, _) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
@@ -337,7 +337,7 @@ mod tests {
         assert!(ll[s][d] - lq[s][d] - path_delay > 4.0 * load.link_service, "{} vs {}", ll[s][d], lq[s][d]);
         assert!((ll[s2][d2] - lq[s2][d2]).abs() < 1e-9);
         assert!(
-            load.max_util(&vec![0.0; nn], &load.path, &[1.0; 8], &{
+            load.max_util(&vec![0.0; nn], &load.path, &load.link_loads(&load.path), &[1.0; 8], &{
                 let mut v = vec![0.0; nn];
                 v[d] = 1.0;
                 v
