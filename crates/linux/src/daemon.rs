@@ -337,7 +337,8 @@ pub fn run(
         let td = Instant::now();
         let plan = policy.decide(&snap);
         let decide_ms = td.elapsed().as_secs_f64() * 1e3;
-        if let Some(req) = plan.sampling {
+        // A cycle the user set (--cycle-ms) stays; otherwise the policy's request applies.
+        if let (Some(req), None) = (plan.sampling, cfg.cycle) {
             cycle = req.cycle.max(Duration::from_millis(10));
         }
         let mut report = ApplyReport::default();

@@ -33,7 +33,9 @@
 //!    moves, and a placed chunk is not moved again unless its target changes. The exception
 //!    is hot data on a hot spot (a node serving over 1.5x the mean load, as after a master
 //!    thread's first touch): it moves on first sight if it pays back within `urgent_s`.
-//! 6. **Quiet mode**: after `quiet_after` cycles without moves the sampling period grows
+//! 6. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms`, so
+//!    that data a master thread first-touched on one node is found and moved after 25 ms
+//!    rather than 100 ms (not where ptb spreads new pages itself). After `quiet_after` cycles without moves the sampling period grows
 //!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
 //! 7. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
 //!    spread weights come from a small LP that balances controllers and directed links for
@@ -91,12 +93,17 @@ pub struct Ptb {
     table: ChunkTable,
     quiet: u32,
     period: u64,
+    /// Cycles decided so far.
+    cycles: u32,
+    /// Whether the first cycles are short: not where ptb spreads new pages itself (nothing
+    /// then piles up on one node).
+    quick_start: bool,
 }
 
 impl Ptb {
     pub fn new(p: PtbParams) -> Self {
         let period = p.period;
-        Ptb { table: ChunkTable::new(p.chunk_pages), p, quiet: 0, period }
+        Ptb { table: ChunkTable::new(p.chunk_pages), p, quiet: 0, period, cycles: 0, quick_start: true }
     }
 
     pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
@@ -104,7 +111,9 @@ impl Ptb {
     }
 
     fn sampling_now(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: self.period }, cycle: self.p.cycle }
+        let cycle =
+            if self.quick_start && self.cycles < self.p.start_cycles { self.p.start_cycle } else { self.p.cycle };
+        SamplingRequest { mode: SamplingMode::Address { period: self.period }, cycle }
     }
 }
 
@@ -121,6 +130,7 @@ impl Policy for Ptb {
         let nodes: Vec<NodeIdx> =
             ctx.machine.memory_nodes().into_iter().filter(|n| ctx.allowed.contains_idx(*n)).collect();
         let spread = self.p.spread_at_start.on(|| local_path_is_narrow(ctx.machine));
+        self.quick_start = !spread;
         let alloc = match spread_weights(ctx.machine, &nodes) {
             _ if nodes.len() < 2 || !spread => AllocPolicy::FirstTouch,
             None => AllocPolicy::Interleave(nodes),
@@ -167,7 +177,8 @@ impl Policy for Ptb {
 impl Ptb {
     /// Quiet-mode bookkeeping: slow sampling down after `quiet_after` idle cycles.
     fn after_cycle(&mut self, plan: &mut Plan, moves: usize) {
-        let before = self.period;
+        let before = self.sampling_now();
+        self.cycles = self.cycles.saturating_add(1);
         if moves == 0 {
             self.quiet = self.quiet.saturating_add(1);
             if self.quiet >= self.p.quiet_after {
@@ -177,7 +188,7 @@ impl Ptb {
             self.quiet = 0;
             self.period = self.p.period;
         }
-        if self.period != before {
+        if self.sampling_now() != before {
             plan.sampling = Some(self.sampling_now());
         }
         plan.stats.insert("sampling_period".into(), self.period as f64);

@@ -46,6 +46,12 @@ pub const PARAMS: &[ParamDoc] = &[
         default: "auto",
         doc: "spread shared chunks with weights that balance the interconnect links for where their accesses come from: true, false (in proportion to node bandwidth), or auto (true where the machine's links differ in bandwidth by more than 1.5x)",
     },
+    ParamDoc {
+        key: "start_cycle_ms",
+        default: "25",
+        doc: "length of the first start_cycles cycles in milliseconds (data first touched by one thread is found sooner)",
+    },
+    ParamDoc { key: "start_cycles", default: "4", doc: "cycles of start_cycle_ms at start (0: every cycle is cycle_ms)" },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -72,6 +78,9 @@ pub struct PtbParams {
     /// Link-aware spread weights (auto: where links differ in width).
     pub link_aware: Switch,
     pub tolerance: f64,
+    /// Length of the first `start_cycles` cycles.
+    pub start_cycle: Duration,
+    pub start_cycles: u32,
 }
 
 impl Default for PtbParams {
@@ -90,6 +99,8 @@ impl Default for PtbParams {
             urgent_s: 1.0,
             mlp: 4.0,
             tolerance: 0.25,
+            start_cycle: Duration::from_millis(25),
+            start_cycles: 4,
             quiet_after: 3,
             spread_at_start: Switch::Auto,
             home_moves: Switch::Auto,
@@ -160,6 +171,10 @@ impl PtbParams {
             urgent_s: s.f64_in("urgent_s", d.urgent_s, 0.0, 1e6)?,
             mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
             tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
+            start_cycle: Duration::from_millis(
+                s.get("start_cycle_ms", d.start_cycle.as_millis() as u64)?.clamp(1, 3_600_000),
+            ),
+            start_cycles: s.get("start_cycles", d.start_cycles)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
             spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,
             home_moves: Switch::parse(&s.get::<String>("home_moves", "auto".into())?, "home_moves")?,

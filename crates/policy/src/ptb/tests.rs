@@ -186,6 +186,24 @@ fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
 }
 
 #[test]
+fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let p = PtbParams { start_cycles: 3, ..PtbParams::default() };
+    let mut ptb = Ptb::new(p.clone());
+    assert_eq!(ptb.sampling().cycle, p.start_cycle);
+    let plans = run_cycles(&mut ptb, &w, &s, 8192, 4);
+    // The request changes once, after the third cycle, to the normal cycle.
+    let changes: Vec<(usize, Duration)> =
+        plans.iter().enumerate().filter_map(|(i, x)| x.sampling.map(|r| (i, r.cycle))).collect();
+    assert_eq!(changes.first(), Some(&(2, p.cycle)), "{changes:?}");
+    assert_eq!(ptb.sampling().cycle, p.cycle);
+    let mut plain = Ptb::new(PtbParams { start_cycles: 0, ..p });
+    assert_eq!(plain.sampling().cycle, Duration::from_millis(100));
+    assert!(run_cycles(&mut plain, &w, &s, 8192, 2).iter().all(|x| x.sampling.is_none()));
+}
+
+#[test]
 fn single_memory_node_is_nothing_to_place() {
     let mut w = world(64, 0);
     w.m = synthetic("nodes=1,cpus=16").unwrap();
@@ -216,11 +234,14 @@ fn start_spreads_only_where_local_paths_are_narrow() {
         let m = ptb_topology::presets::get(name).unwrap();
         let allowed = m.all_nodes();
         let mut p = Ptb::new(PtbParams::default());
-        p.start(&StartContext { machine: &m, allowed: &allowed, threads: &[] }).alloc
+        let alloc = p.start(&StartContext { machine: &m, allowed: &allowed, threads: &[] }).alloc;
+        (alloc, p.sampling().cycle)
     };
-    assert!(matches!(start("opteron6272-4n"), AllocPolicy::Interleave(ref n) if n.len() == 4));
-    assert_eq!(start("broadwell-cod-4n"), AllocPolicy::FirstTouch);
-    assert_eq!(start("opteron6272-8n"), AllocPolicy::FirstTouch);
+    // Short first cycles only where first touch may pile data up on one node.
+    let (short, normal) = (PtbParams::default().start_cycle, PtbParams::default().cycle);
+    assert!(matches!(start("opteron6272-4n"), (AllocPolicy::Interleave(ref n), c) if n.len() == 4 && c == normal));
+    assert_eq!(start("broadwell-cod-4n"), (AllocPolicy::FirstTouch, short));
+    assert_eq!(start("opteron6272-8n"), (AllocPolicy::FirstTouch, short));
     // A CXL node with a sixth of the bandwidth gets a proportionally small weight when spread.
     let m = ptb_topology::presets::get("cxl-1s").unwrap();
     let w = spread_weights(&m, &m.memory_nodes()).unwrap();
