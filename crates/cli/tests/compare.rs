@@ -118,7 +118,7 @@ fn report_summarises_a_recorded_trace() {
         kind: SampleKind::PageFault,
         time_ns: t,
         data_src: None,
-        latency: None,
+        latency_ns: None,
         phys: None,
     };
     // Three samples from node 0 (CPU 0) to a page on node 1, one local on node 1 (CPU 2).

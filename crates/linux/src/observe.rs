@@ -138,7 +138,7 @@ mod tests {
             kind: SampleKind::Access,
             time_ns: 0,
             data_src: None,
-            latency: None,
+            latency_ns: None,
             phys: None,
         };
         let loc = page_locations(&m, &[s]);

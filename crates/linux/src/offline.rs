@@ -203,7 +203,7 @@ mod tests {
             kind: SampleKind::PageFault,
             time_ns: vpn,
             data_src: None,
-            latency: None,
+            latency_ns: None,
             phys: None,
         };
         Trace {

@@ -179,6 +179,28 @@ pub fn detect(root: &Path) -> Detection {
     d
 }
 
+/// The core clock in GHz under `root`: cpufreq's base frequency, else its maximum (kHz),
+/// else the first "cpu MHz" of /proc/cpuinfo; `None` when none is readable and plausible.
+pub fn core_ghz(root: &std::path::Path) -> Option<f64> {
+    let cpufreq = root.join("sys/devices/system/cpu/cpu0/cpufreq");
+    let khz = ["base_frequency", "cpuinfo_max_freq"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(cpufreq.join(f)).ok()?.trim().parse::<f64>().ok());
+    let ghz = khz.map(|k| k / 1e6).or_else(|| {
+        let info = std::fs::read_to_string(root.join("proc/cpuinfo")).ok()?;
+        cpuinfo_mhz(&info).map(|m| m / 1e3)
+    })?;
+    (ghz.is_finite() && (0.1..=10.0).contains(&ghz)).then_some(ghz)
+}
+
+/// The first "cpu MHz" value of a /proc/cpuinfo text.
+pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
+    info.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "cpu MHz").then(|| v.trim().parse::<f64>().ok()).flatten()
+    })
+}
+
 /// Open one sampling counter on a thread (0 = the calling thread).
 fn open_counter(kind: &SourceKind, tid: u32, period: u64) -> io::Result<Counter> {
     let mut opts = Opts::default();
@@ -229,6 +251,9 @@ pub struct PerfSource {
     t0: Option<u64>,
     /// TIDs whose counter could not be opened (reported once).
     pub open_errors: BTreeMap<Tid, String>,
+    /// Core clock in GHz, to turn sampled latencies (core cycles) into ns; `None`: unknown,
+    /// and samples then carry no latency.
+    ghz: Option<f64>,
 }
 
 impl PerfSource {
@@ -240,6 +265,7 @@ impl PerfSource {
             rings: BTreeMap::new(),
             t0: None,
             open_errors: BTreeMap::new(),
+            ghz: core_ghz(std::path::Path::new("/")),
         }
     }
 
@@ -327,9 +353,12 @@ impl SampleSource for PerfSource {
                             time_ns: time.saturating_sub(t0),
                             // The crate decodes PERF_SAMPLE_DATA_SRC into fields, not raw bits.
                             data_src: None,
-                            latency: s.weight.as_ref().map(|w| match w {
-                                perf_event_open::sample::record::sample::Weight::Full(v) => *v as u32,
-                                perf_event_open::sample::record::sample::Weight::Vars { var1, .. } => *var1,
+                            latency_ns: s.weight.as_ref().zip(self.ghz).map(|(w, ghz)| {
+                                let cycles = match w {
+                                    perf_event_open::sample::record::sample::Weight::Full(v) => *v as f64,
+                                    perf_event_open::sample::record::sample::Weight::Vars { var1, .. } => *var1 as f64,
+                                };
+                                (cycles / ghz) as f32
                             }),
                             phys: s.data_phys_addr,
                         });
@@ -348,6 +377,30 @@ impl SampleSource for PerfSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_core_clock_comes_from_cpufreq_else_cpuinfo_and_implausible_values_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(core_ghz(d.path()), None);
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::write(d.path().join("proc/cpuinfo"), "processor\t: 0\ncpu MHz\t\t: 2095.076\n").unwrap();
+        assert!((core_ghz(d.path()).unwrap() - 2.095076).abs() < 1e-9);
+        let f = d.path().join("sys/devices/system/cpu/cpu0/cpufreq");
+        std::fs::create_dir_all(&f).unwrap();
+        std::fs::write(f.join("cpuinfo_max_freq"), "3000000\n").unwrap();
+        assert_eq!(core_ghz(d.path()), Some(3.0));
+        std::fs::write(f.join("base_frequency"), "2100000\n").unwrap();
+        assert_eq!(core_ghz(d.path()), Some(2.1));
+        std::fs::write(f.join("base_frequency"), "0\n").unwrap();
+        assert_eq!(core_ghz(d.path()), None, "a zero clock is not a clock");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cpuinfo_parsing_never_panics(text in "(cpu MHz|model name|[a-z ]{0,8})[ \t]*:?[ \t]*[-0-9.e]{0,12}\n{0,2}") {
+            let _ = cpuinfo_mhz(&text);
+        }
+    }
 
     #[test]
     fn format_specs_parse() {

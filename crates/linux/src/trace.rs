@@ -192,7 +192,7 @@ mod tests {
             kind: SampleKind::PageFault,
             time_ns: t,
             data_src: None,
-            latency: None,
+            latency_ns: None,
             phys: None,
         }
     }

@@ -21,7 +21,11 @@
 //!    in proportion to their bandwidth (weighted interleave). On a machine whose local
 //!    bandwidth is close to remote (`home_moves = auto`), private chunks are spread too: home
 //!    buys little latency there, and a node full of private chunks becomes a hot spot.
-//! 4. **Load check** ([`model`]): a loaded-latency model of each memory controller (idle
+//! 4. **Home share** ([`home`], [`closed`]): how much of each private chunk goes to its
+//!    node (100% down to 40%, the rest spread evenly), from a closed model of the threads
+//!    calibrated on the measured access rates and sampled latencies: where a node's local path
+//!    saturates, part of its data served from the other nodes adds their bandwidth.
+//! 5. **Load check** ([`model`]): a loaded-latency model of each memory controller (idle
 //!    latency x queueing factor at the predicted utilisation) decides, per candidate move,
 //!    the predicted saving in access time over a horizon (`horizon_s`, shortened for a chunk
 //!    whose target has alternated before to how long its past periods with a target of this
@@ -29,15 +33,15 @@
 //!    within the phase that wants it there); a move happens only when that
 //!    saving exceeds its cost (per-page CPU time + copy) by `payback`. Private chunks whose
 //!    home would saturate are spread instead (congestion before locality).
-//! 5. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it
+//! 6. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it
 //!    moves, and a placed chunk is not moved again unless its target changes. The exception
 //!    is hot data on a hot spot (a node serving over 1.5x the mean load, as after a master
 //!    thread's first touch): it moves on first sight if it pays back within `urgent_s`.
-//! 6. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms`, so
+//! 7. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms`, so
 //!    that data a master thread first-touched on one node is found and moved after 25 ms
 //!    rather than 100 ms (not where ptb spreads new pages itself). After `quiet_after` cycles without moves the sampling period grows
 //!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
-//! 7. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
+//! 8. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
 //!    spread weights come from a small LP that balances controllers and directed links for
 //!    where the shared accesses come from, instead of from node bandwidth alone.
 //!
@@ -50,6 +54,8 @@
 //! whose data was placed by first touch.
 
 mod chunks;
+mod closed;
+mod home;
 mod model;
 mod params;
 mod spread;
@@ -98,12 +104,22 @@ pub struct Ptb {
     /// Whether the first cycles are short: not where ptb spreads new pages itself (nothing
     /// then piles up on one node).
     quick_start: bool,
+    /// Percent of a private chunk's pages placed on its home node ([`home`]).
+    home: home::HomeShare,
 }
 
 impl Ptb {
     pub fn new(p: PtbParams) -> Self {
         let period = p.period;
-        Ptb { table: ChunkTable::new(p.chunk_pages), p, quiet: 0, period, cycles: 0, quick_start: true }
+        Ptb {
+            table: ChunkTable::new(p.chunk_pages),
+            p,
+            quiet: 0,
+            period,
+            cycles: 0,
+            quick_start: true,
+            home: Default::default(),
+        }
     }
 
     pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
@@ -272,8 +288,19 @@ impl Ptb {
             let (i, _) = from.iter().enumerate().fold((0, 0.0), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
             load.acc[i] > 1.5 * mean_load
         };
+        let keys = self.table.keys_by_weight(p.min_samples);
+        if homes {
+            let predicted = self.predict_home_shares(snap, &keys, &load, &weights, mem_nodes, period);
+            if let Some(pred) = &predicted {
+                for (p, r) in pred {
+                    stats.insert(format!("home_{p}_gain"), r - 1.0);
+                }
+            }
+            let pct = self.home.update(predicted.as_deref(), self.p.decay, self.p.home_confirm);
+            stats.insert("home_pct".into(), f64::from(pct));
+        }
         let mut cands: Vec<Cand> = Vec::new();
-        for key in self.table.keys_by_weight(p.min_samples) {
+        for key in keys {
             let range = self.table.range_of(key, snap.regions);
             let Some(c) = self.table.get_mut(key) else { continue };
             if c.total() < p.min_samples {
@@ -281,7 +308,7 @@ impl Ptb {
             }
             let (top, share) = c.top_node();
             let want = if homes && share >= p.private_share && mem_nodes.contains(&top) {
-                Target::Node(top)
+                Target::Node(top, self.home.pct)
             } else {
                 Target::Spread
             };
@@ -336,7 +363,7 @@ impl Ptb {
         }
         for n in 0..nn {
             let mut onto: Vec<usize> =
-                (0..cands.len()).filter(|&i| cands[i].want == Target::Node(NodeIdx::from_ix(n))).collect();
+                (0..cands.len()).filter(|&i| cands[i].want.node() == Some(NodeIdx::from_ix(n))).collect();
             onto.sort_by(|&x, &y| cands[x].a.total_cmp(&cands[y].a).then(cands[x].key.cmp(&cands[y].key)));
             for i in onto {
                 if !load.over(&after, &after_path, n, 0.9) {
@@ -379,13 +406,65 @@ impl Ptb {
                 st.pending = None;
             }
             let op = match c.want {
-                Target::Node(n) => RangeOp::MoveTo(n),
+                Target::Node(n, pct) if pct >= 100 => RangeOp::MoveTo(n),
+                Target::Node(..) => RangeOp::Weighted(home::weights_of(&to)),
                 Target::Spread => RangeOp::Weighted(weights.clone()),
             };
             out.push(RangeAction { app: c.key.app, start_vpn: c.range.start_vpn, npages: c.range.npages, op });
         }
         out
     }
+}
+
+impl Ptb {
+    /// This cycle's predicted throughput of each home share ([`home::predict`]), from the
+    /// private chunks' traffic and where their pages are now.
+    #[allow(clippy::too_many_arguments)]
+    fn predict_home_shares(
+        &self,
+        snap: &Snapshot,
+        keys: &[ChunkKey],
+        load: &model::LoadModel,
+        weights: &[(NodeIdx, u32)],
+        mem_nodes: &[NodeIdx],
+        period: u64,
+    ) -> Option<Vec<(u8, f64)>> {
+        let nn = snap.machine.n_nodes();
+        let private: Vec<home::Private> = keys
+            .iter()
+            .filter_map(|&key| {
+                let c = self.table.get(key)?;
+                let (top, share) = c.top_node();
+                if c.total() < self.p.min_samples || share < self.p.private_share || !mem_nodes.contains(&top) {
+                    return None;
+                }
+                let resident = || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, &r, nn));
+                let from = if c.by_home.iter().any(|&x| x > 0.0) { model::current_shares(c, &[]) } else { resident()? };
+                Some(home::Private { node: top, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from })
+            })
+            .collect();
+        let mut threads = vec![0.0; nn];
+        for t in snap.threads {
+            threads[t.node.ix()] += 1.0;
+        }
+        let measured = measured_latency_ns(snap);
+        let closed = closed::Closed::new(load, threads, &measured, self.p.mlp);
+        home::predict(&closed, load, &private, weights, self.home.pct)
+    }
+}
+
+/// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at
+/// least 16 samples carry one.
+fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
+    let nn = snap.machine.n_nodes();
+    let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
+    for s in snap.samples {
+        if let (Some(l), Some(t)) = (s.latency_ns, snap.thread(s.tid)) {
+            sum[t.node.ix()] += f64::from(l);
+            n[t.node.ix()] += 1;
+        }
+    }
+    sum.iter().zip(&n).map(|(s, &k)| (k >= 16).then(|| s / f64::from(k))).collect()
 }
 
 /// Every sample of the cycle is a page fault or a hinting fault (a software source without a

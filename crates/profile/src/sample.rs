@@ -47,9 +47,10 @@ pub struct Sample {
     /// Raw perf data source bits (PERF_SAMPLE_DATA_SRC), when the source provides them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_src: Option<u64>,
-    /// Access latency in cycles (PEBS/IBS/SPE weight), when known.
+    /// Access latency in ns (the PEBS/IBS/SPE weight, converted from core cycles by the
+    /// source), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<u32>,
+    pub latency_ns: Option<f32>,
     /// Physical address, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phys: Option<u64>,

@@ -138,7 +138,7 @@ impl Run<'_> {
                 kind: SampleKind::HintFault,
                 time_ns: at,
                 data_src: None,
-                latency: None,
+                latency_ns: None,
                 phys: None,
             });
             overhead[t] += fault_ns;

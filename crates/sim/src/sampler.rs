@@ -2,11 +2,15 @@
 //! drawn from the same distribution that drives the thread's memory traffic — read or write
 //! by the phase's write share, then a piece by its weight, then a page uniformly in the piece
 //! and a cache line uniformly in the page. Each sample costs the sampled thread
-//! `costs.sample_us`. At most `max_samples_per_cycle` samples are kept per cycle; the rest are
+//! `costs.sample_us`. A sample carries the latency a load-latency sampler would report: the
+//! thread's mean loaded latency, plus, where a saturated resource cut the thread's rate, that
+//! wait spread over its accesses (the simulator keeps one latency per thread, not per access).
+//! At most `max_samples_per_cycle` samples are kept per cycle; the rest are
 //! counted as dropped and the snapshot's `sampling_period` grows to say what one kept sample
 //! stands for.
 
 use crate::run::{Piece, Run};
+use crate::solver::{Demand, Rate};
 use ptb_profile::{Sample, SampleKind};
 use rand::Rng;
 
@@ -25,6 +29,16 @@ fn pick(pieces: &[Piece], write: bool, x: f64) -> Option<&Piece> {
         }
     }
     pieces.iter().rev().find(|p| w(p) > 0.0)
+}
+
+/// The thread's latency as its own stalls show it, ns: with `f` the share of its rate a
+/// saturated resource left it, its time per access is `(c + L / mlp) / f` with `c` its compute
+/// time per access, which a sampler reads as a latency of `L / f + mlp c (1 / f - 1)`.
+pub(crate) fn stall_latency_ns(d: &Demand, r: &Rate) -> f64 {
+    if r.lines_per_ns <= 0.0 || d.m <= 0.0 || d.ips <= 0.0 || d.mlp <= 0.0 {
+        return r.latency_ns;
+    }
+    (d.mlp * (d.speed / r.lines_per_ns - 1.0 / (d.ips * d.m))).max(r.latency_ns)
 }
 
 impl Run<'_> {
@@ -56,6 +70,7 @@ impl Run<'_> {
             let app = &l.apps[th.app];
             let ws = app.phases[app.sequence[self.apps[th.app].cur]].write_share;
             let cpu = self.sim.cpus[rt.cpu_pos];
+            let latency_ns = Some(stall_latency_ns(&rt.demand, &rt.rate) as f32);
             for _ in 0..take {
                 let write = self.rng.random::<f64>() < ws;
                 let Some(p) = pick(&rt.pieces, write, self.rng.random::<f64>())
@@ -76,7 +91,7 @@ impl Run<'_> {
                     kind: if write { SampleKind::Store } else { SampleKind::Load },
                     time_ns,
                     data_src: None,
-                    latency: None,
+                    latency_ns,
                     phys: None,
                 });
             }
@@ -85,5 +100,25 @@ impl Run<'_> {
             self.acc.sample_overhead_ns += take as f64 * sample_ns;
         }
         self.samples[first..].sort_unstable_by_key(|s| (s.time_ns, s.tid, s.addr));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_not_cut_by_saturation_reports_its_loaded_latency_and_a_cut_one_more() {
+        let d = Demand { l0: 90.0, coeffs: vec![], speed: 1.0, ips: 2.0, m: 0.02, mlp: 5.0 };
+        // Uncut: cpi = 1/ips + m L / mlp.
+        let lat = 120.0;
+        let instr = d.speed / (1.0 / d.ips + d.m * lat / d.mlp);
+        let free = Rate { instr_per_ns: instr, lines_per_ns: instr * d.m, latency_ns: lat };
+        assert!((stall_latency_ns(&d, &free) - lat).abs() < 1e-6);
+        // Cut to half its rate: L / f + mlp c (1 / f - 1) with c = 1 / (ips m) = 25 ns.
+        let cut = Rate { instr_per_ns: instr / 2.0, lines_per_ns: instr * d.m / 2.0, latency_ns: lat };
+        assert!((stall_latency_ns(&d, &cut) - (2.0 * lat + 5.0 * 25.0)).abs() < 1e-6);
+        // An idle thread has only its latency.
+        assert_eq!(stall_latency_ns(&d, &Rate::default()), 0.0);
     }
 }

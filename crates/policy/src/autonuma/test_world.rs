@@ -78,7 +78,7 @@ impl World {
             kind,
             time_ns: self.now.as_nanos() as u64,
             data_src: None,
-            latency: None,
+            latency_ns: None,
             phys: None,
         });
     }

@@ -19,9 +19,22 @@ pub struct ChunkKey {
 /// Where a chunk should live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    Node(NodeIdx),
+    /// On the node of its accessors: this percentage of its pages there, the rest spread
+    /// like a shared chunk (100: all of it; less where the home node's controller or local
+    /// path is the bottleneck, see `home::choose`).
+    Node(NodeIdx, u8),
     /// Spread over the memory nodes in proportion to their bandwidth.
     Spread,
+}
+
+impl Target {
+    /// The chunk's home node, `None` for spread chunks.
+    pub fn node(self) -> Option<NodeIdx> {
+        match self {
+            Target::Node(n, _) => Some(n),
+            Target::Spread => None,
+        }
+    }
 }
 
 /// Decayed evidence about one chunk.
@@ -95,7 +108,7 @@ impl ChunkState {
         let kind = |t: Target| usize::from(matches!(t, Target::Spread));
         match self.last_want {
             None => self.since_s = now_s,
-            Some(w) if w != want => {
+            Some(w) if w.node() != want.node() => {
                 self.flips += 1;
                 let k = kind(w);
                 self.held_s[k] += (now_s - self.since_s).max(0.0) as f32;
@@ -210,6 +223,10 @@ impl ChunkTable {
     /// Every chunk's state, in no particular order.
     pub fn states(&self) -> impl Iterator<Item = &ChunkState> {
         self.map.values()
+    }
+
+    pub fn get(&self, k: ChunkKey) -> Option<&ChunkState> {
+        self.map.get(&k)
     }
 
     pub fn get_mut(&mut self, k: ChunkKey) -> Option<&mut ChunkState> {

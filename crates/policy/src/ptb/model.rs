@@ -107,7 +107,15 @@ pub fn resident_shares(snap: &Snapshot, range: &Range, nn: usize) -> Vec<f64> {
 pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], nn: usize) -> Vec<f64> {
     let mut v = vec![0.0; nn];
     match t {
-        Target::Node(n) => v[n.ix()] = 1.0,
+        Target::Node(n, pct) => {
+            let h = f64::from(pct.min(100)) / 100.0;
+            if h < 1.0 && !weights.is_empty() {
+                for (m, _) in weights {
+                    v[m.ix()] = (1.0 - h) / weights.len() as f64;
+                }
+            }
+            v[n.ix()] += h;
+        }
         Target::Spread => {
             let s: f64 = weights.iter().map(|w| w.1 as f64).sum();
             for (n, w) in weights {
@@ -141,15 +149,15 @@ pub struct LoadModel {
     pub acc: Vec<f64>,
     /// Accesses per second per (source node, memory node).
     pub path: Vec<Vec<f64>>,
-    cap: Vec<f64>,
-    path_cap: Vec<Vec<f64>>,
+    pub(super) cap: Vec<f64>,
+    pub(super) path_cap: Vec<Vec<f64>>,
     service: Vec<f64>,
-    idle: Vec<Vec<f64>>,
+    pub(super) idle: Vec<Vec<f64>>,
     /// Directed links crossed by the data of a read from node s's CPUs to node d's memory:
     /// `(link, share of s's CPU groups whose route uses it)`.
-    links_of: RouteLinks,
+    pub(super) links_of: RouteLinks,
     /// Capacity of every directed link, accesses per second (index: 2 * link + direction).
-    link_cap: Vec<f64>,
+    pub(super) link_cap: Vec<f64>,
     link_service: f64,
 }
 

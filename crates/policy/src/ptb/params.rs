@@ -24,7 +24,7 @@ pub const PARAMS: &[ParamDoc] = &[
     },
     ParamDoc { key: "payback", default: "2.0", doc: "predicted saving must exceed the move's cost by this factor" },
     ParamDoc { key: "tolerance", default: "0.25", doc: "a chunk within this share of its target placement counts as placed" },
-    ParamDoc { key: "mlp", default: "4", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
+    ParamDoc { key: "mlp", default: "6", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
     ParamDoc { key: "horizon_s", default: "10", doc: "seconds over which a move's saving is counted" },
     ParamDoc {
         key: "urgent_s",
@@ -52,6 +52,11 @@ pub const PARAMS: &[ParamDoc] = &[
         doc: "length of the first start_cycles cycles in milliseconds (data first touched by one thread is found sooner)",
     },
     ParamDoc { key: "start_cycles", default: "4", doc: "cycles of start_cycle_ms at start (0: every cycle is cycle_ms)" },
+    ParamDoc {
+        key: "home_confirm",
+        default: "3",
+        doc: "cycles in a row the load model must propose a new home share (part of each private chunk on its node, the rest spread) before it is taken",
+    },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -81,6 +86,8 @@ pub struct PtbParams {
     /// Length of the first `start_cycles` cycles.
     pub start_cycle: Duration,
     pub start_cycles: u32,
+    /// Cycles a new home share must be proposed in a row before it is taken.
+    pub home_confirm: u32,
 }
 
 impl Default for PtbParams {
@@ -97,10 +104,11 @@ impl Default for PtbParams {
             payback: 2.0,
             horizon_s: 10.0,
             urgent_s: 1.0,
-            mlp: 4.0,
+            mlp: 6.0,
             tolerance: 0.25,
             start_cycle: Duration::from_millis(25),
             start_cycles: 4,
+            home_confirm: 3,
             quiet_after: 3,
             spread_at_start: Switch::Auto,
             home_moves: Switch::Auto,
@@ -175,6 +183,7 @@ impl PtbParams {
                 s.get("start_cycle_ms", d.start_cycle.as_millis() as u64)?.clamp(1, 3_600_000),
             ),
             start_cycles: s.get("start_cycles", d.start_cycles)?,
+            home_confirm: s.get("home_confirm", d.home_confirm)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
             spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,
             home_moves: Switch::parse(&s.get::<String>("home_moves", "auto".into())?, "home_moves")?,

@@ -46,7 +46,7 @@ fn sample(cpu: u32, vpn: u64) -> Sample {
         kind: SampleKind::Load,
         time_ns: 0,
         data_src: None,
-        latency: None,
+        latency_ns: None,
         phys: None,
     }
 }
@@ -108,6 +108,22 @@ fn private_slices_move_home_after_confirmation() {
     assert!(!moves.iter().any(|r| r.start_vpn == 0), "chunk 0 is already home");
     for plan in &plans {
         validate_plan(plan, &snap(&w, &s, 8192)).unwrap();
+    }
+}
+
+#[test]
+fn with_a_home_share_below_100_private_slices_keep_most_of_their_pages_at_home() {
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut p = Ptb::new(PtbParams { urgent_s: 0.0, home_confirm: 1000, ..PtbParams::default() });
+    p.home.pct = 55;
+    let moves: Vec<_> = run_cycles(&mut p, &w, &s, 8192, 3).into_iter().flat_map(|p| p.ranges).collect();
+    for chunk in 1..4u64 {
+        let m = moves.iter().find(|r| r.start_vpn == chunk * 512).expect("chunk moved");
+        let RangeOp::Weighted(ws) = &m.op else { panic!("{m:?}") };
+        assert_eq!(ws.len(), 4, "every memory node gets a share: {ws:?}");
+        let home = ws.iter().find(|x| x.0 == NodeIdx(chunk as u16)).unwrap().1;
+        assert!(ws.iter().all(|x| x.0 == NodeIdx(chunk as u16) || 4 * x.1 < home), "{ws:?}");
     }
 }
 
@@ -270,12 +286,12 @@ fn private_chunks_are_spread_instead_where_home_moves_are_off() {
 fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
     let w = world(2048, 0);
     let mut c = ChunkState::new(4, 0.0);
-    assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.0), f64::INFINITY);
-    assert_eq!(c.observe_target(Target::Node(NodeIdx(1)), 0.1), f64::INFINITY, "no change yet");
+    assert_eq!(c.observe_target(Target::Node(NodeIdx(1), 100), 0.0), f64::INFINITY);
+    assert_eq!(c.observe_target(Target::Node(NodeIdx(1), 100), 0.1), f64::INFINITY, "no change yet");
     // First time spread: nothing known about how long spread periods last.
     assert_eq!(c.observe_target(Target::Spread, 0.2), f64::INFINITY);
     // Back to a node: node periods have lasted 0.2 s so far.
-    assert!((c.observe_target(Target::Node(NodeIdx(1)), 0.4) - 0.2).abs() < 1e-6);
+    assert!((c.observe_target(Target::Node(NodeIdx(1), 100), 0.4) - 0.2).abs() < 1e-6);
     // Spread again: the one spread period lasted 0.2 s; a long current period counts too.
     assert!((c.observe_target(Target::Spread, 0.5) - 0.2).abs() < 1e-6);
     assert!((c.observe_target(Target::Spread, 1.5) - 1.0).abs() < 1e-6);

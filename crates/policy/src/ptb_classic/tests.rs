@@ -56,7 +56,7 @@ impl Fixture {
                 kind: SampleKind::Load,
                 time_ns: 0,
                 data_src: None,
-                latency: None,
+                latency_ns: None,
                 phys: None,
             });
         }

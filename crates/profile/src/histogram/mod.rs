@@ -148,7 +148,7 @@ mod tests {
             kind: SampleKind::Load,
             time_ns: 0,
             data_src: None,
-            latency: None,
+            latency_ns: None,
             phys: None,
         }
     }

@@ -132,7 +132,7 @@ fn synthesise(c: Case, seed: u64) -> Result<World> {
                 kind: SampleKind::Load,
                 time_ns: 0,
                 data_src: None,
-                latency: None,
+                latency_ns: None,
                 phys: None,
             });
         }
