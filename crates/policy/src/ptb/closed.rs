@@ -145,47 +145,46 @@ mod tests {
         LoadModel::for_machine(m, &Demand { per_node, per_path: path, share: 0.5 })
     }
 
-    fn local_shape(nn: usize) -> Vec<Vec<f64>> {
-        (0..nn).map(|s| (0..nn).map(|d| f64::from(u8::from(s == d))).collect()).collect()
+    /// Every node reading `home` of its accesses from its own memory, the rest evenly from the
+    /// others, with `scale` per row (a row's total).
+    fn shape(nn: usize, home: f64, scale: impl Fn(usize) -> f64) -> Vec<Vec<f64>> {
+        (0..nn)
+            .map(|s| (0..nn).map(|d| scale(s) * if s == d { home } else { (1.0 - home) / (nn - 1) as f64 }).collect())
+            .collect()
+    }
+
+    /// The 8-node Opteron with every node reading its own memory at `frac` of its local path.
+    fn local_load(frac: f64) -> (LoadModel, usize) {
+        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+        let nn = m.n_nodes();
+        let quiet = model(&m, vec![vec![0.0; nn]; nn]);
+        (model(&m, shape(nn, 1.0, |s| frac * quiet.path_cap[s][s])), nn)
     }
 
     #[test]
     fn the_current_shape_predicts_the_measured_traffic() {
-        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
-        let nn = m.n_nodes();
-        // Every node reads its own memory at 40% of the local path's capacity.
-        let quiet = model(&m, vec![vec![0.0; nn]; nn]);
-        let path: Vec<Vec<f64>> =
-            (0..nn).map(|s| (0..nn).map(|d| if s == d { 0.4 * quiet.path_cap[s][s] } else { 0.0 }).collect()).collect();
-        let total: f64 = path.iter().flatten().sum();
-        let load = model(&m, path);
+        let (load, nn) = local_load(0.4);
+        let total: f64 = load.path.iter().flatten().sum();
         let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
-        let x = c.throughput(&local_shape(nn));
+        let x = c.throughput(&shape(nn, 1.0, |_| 1.0));
         assert!((x - total).abs() < 0.01 * total, "{x} vs {total}");
     }
 
     #[test]
     fn memory_bound_threads_on_a_saturated_local_path_gain_from_remote_paths_compute_bound_ones_do_not() {
-        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
-        let nn = m.n_nodes();
-        let quiet = model(&m, vec![vec![0.0; nn]; nn]);
-        let spread: Vec<Vec<f64>> =
-            (0..nn).map(|s| (0..nn).map(|d| if s == d { 0.6 } else { 0.4 / (nn - 1) as f64 }).collect()).collect();
-        // Saturated local paths: every thread waits on memory.
-        let busy: Vec<Vec<f64>> =
-            (0..nn).map(|s| (0..nn).map(|d| if s == d { quiet.path_cap[s][s] } else { 0.0 }).collect()).collect();
-        let load = model(&m, busy);
-        // The samples show the threads waiting: 400 ns where the idle local latency is ~100.
+        let local = |nn| shape(nn, 1.0, |_| 1.0);
+        let spread = |nn| shape(nn, 0.6, |_| 1.0);
+        // Saturated local paths; the samples show the threads waiting: 400 ns where the idle
+        // local latency is ~100.
+        let (load, nn) = local_load(1.0);
         let c = Closed::new(&load, vec![8.0; nn], &vec![Some(400.0); nn], 4.0);
-        assert!(c.throughput(&spread) > 1.05 * c.throughput(&local_shape(nn)));
+        assert!(c.throughput(&spread(nn)) > 1.05 * c.throughput(&local(nn)));
         // Without latency samples the wait is invisible and nothing is predicted to gain.
         let blind = Closed::new(&load, vec![8.0; nn], &[], 4.0);
-        assert!(blind.throughput(&spread) <= blind.throughput(&local_shape(nn)));
+        assert!(blind.throughput(&spread(nn)) <= blind.throughput(&local(nn)));
         // A light load: the threads mostly compute, and remote latency only slows them.
-        let light: Vec<Vec<f64>> =
-            (0..nn).map(|s| (0..nn).map(|d| if s == d { 0.1 * quiet.path_cap[s][s] } else { 0.0 }).collect()).collect();
-        let load = model(&m, light);
+        let (load, nn) = local_load(0.1);
         let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
-        assert!(c.throughput(&spread) < c.throughput(&local_shape(nn)));
+        assert!(c.throughput(&spread(nn)) < c.throughput(&local(nn)));
     }
 }
