@@ -12,8 +12,8 @@
 use crate::error::CharError;
 use crate::mlc::{MlcKind, MlcMatrix};
 use ptb_topology::{
-    BandwidthGraph, CpuGroup, CpuId, CpuSet, GroupIdx, Machine, Matrix, MatrixSource, MigrationCosts, ModelSource,
-    Node, NodeId, NodeIdx,
+    BandwidthGraph, CpuGroup, CpuId, CpuSet, GroupIdx, Machine, Matrix, MatrixSource, ModelSource, Node, NodeId,
+    NodeIdx,
 };
 
 /// Placeholder memory size of a node when the structure is not known.
@@ -58,25 +58,14 @@ pub fn placeholder(bw: &MlcMatrix, name: &str, cpus_per_node: usize) -> Machine 
         }
         nodes.push(node);
     }
+    let source = ModelSource::Synthetic { spec: format!("placeholder structure for MLC import `{name}`") };
     Machine {
-        name: name.to_string(),
-        description: String::new(),
-        source: ModelSource::Synthetic { spec: format!("placeholder structure for MLC import `{name}`") },
-        page_size: 4096,
-        line_size: 64,
-        nodes,
-        groups,
-        distances: None,
-        links: vec![],
-        routes: vec![],
-        controller_gbps: None,
-        bandwidth: None,
-        costs: MigrationCosts::default(),
         notes: vec![format!(
             "structure is a placeholder: MLC output has no CPU lists or memory sizes, so each CPU node got \
              {cpus_per_node} CPUs numbered densely and each memory node {} GiB",
             PLACEHOLDER_MEM >> 30
         )],
+        ..Machine::bare(name.to_string(), String::new(), source, nodes, groups)
     }
 }
 

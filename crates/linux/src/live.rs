@@ -4,7 +4,7 @@
 //! because both describe the machine ptb runs on.
 
 use crate::procfs::ProcRoot;
-use ptb_topology::{CpuGroup, CpuSet, GroupIdx, Machine, MigrationCosts, ModelSource, Node, NodeId, NodeIdx};
+use ptb_topology::{CpuGroup, CpuSet, GroupIdx, Machine, ModelSource, Node, NodeId, NodeIdx};
 
 /// Read the model of the machine whose /sys is under `root`.
 pub fn machine(root: &ProcRoot) -> Result<Machine, String> {
@@ -46,21 +46,12 @@ pub fn minimal(root: &ProcRoot) -> Result<Machine, String> {
         }
         nodes.push(Node { id: NodeId(*id), idx, cpus, memory_bytes: kb * 1024, groups: gs });
     }
+    let name = root.read_line("proc/sys/kernel/hostname").unwrap_or_else(|_| "this-machine".into());
+    let source = ModelSource::Sysfs { root: root.root().display().to_string() };
     Ok(Machine {
-        name: root.read_line("proc/sys/kernel/hostname").unwrap_or_else(|_| "this-machine".into()),
-        description: "read from sysfs (minimal: nodes, CPUs, memory)".into(),
-        source: ModelSource::Sysfs { root: root.root().display().to_string() },
         page_size: crate::sys::page_size(),
-        line_size: 64,
-        nodes,
-        groups,
-        distances: None,
-        links: vec![],
-        routes: vec![],
-        controller_gbps: None,
-        bandwidth: None,
-        costs: MigrationCosts::default(),
         notes: vec!["minimal model read by ptb-linux (no Bandwidth Graph)".into()],
+        ..Machine::bare(name, "read from sysfs (minimal: nodes, CPUs, memory)".into(), source, nodes, groups)
     })
 }
 

@@ -180,6 +180,34 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// A machine of `nodes` and `groups` and nothing else known: no distances, links, routes,
+    /// controller capacities or Bandwidth Graph, default migration costs, 4 KiB pages and
+    /// 64-byte lines. Readers of partial sources (sysfs, an MLC import) start from it.
+    pub fn bare(
+        name: String,
+        description: String,
+        source: ModelSource,
+        nodes: Vec<Node>,
+        groups: Vec<CpuGroup>,
+    ) -> Self {
+        Machine {
+            name,
+            description,
+            source,
+            page_size: 4096,
+            line_size: 64,
+            nodes,
+            groups,
+            distances: None,
+            links: vec![],
+            routes: vec![],
+            controller_gbps: None,
+            bandwidth: None,
+            costs: MigrationCosts::default(),
+            notes: vec![],
+        }
+    }
+
     pub fn node(&self, n: NodeIdx) -> &Node {
         &self.nodes[n.ix()]
     }

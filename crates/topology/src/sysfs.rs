@@ -27,7 +27,7 @@
 use crate::cpulist::CpuSet;
 use crate::error::TopologyError;
 use crate::ids::{CpuId, GroupIdx, NodeId, NodeIdx};
-use crate::machine::{CpuGroup, Machine, MigrationCosts, ModelSource, Node};
+use crate::machine::{CpuGroup, Machine, ModelSource, Node};
 use crate::matrix::{Matrix, MatrixSource};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,25 +70,16 @@ pub fn read_machine(root: &Path) -> Result<Machine, TopologyError> {
     let name = hostname(root).unwrap_or_else(|| "this-machine".to_string());
     let n_cpus: usize = nodes.iter().map(|n| n.cpus.len()).sum();
     let memonly = nodes.iter().filter(|n| !n.has_cpus()).count();
+    let description = format!(
+        "read from sysfs at {root_text}: {} node{}, {n_cpus} CPUs{}",
+        nodes.len(),
+        if nodes.len() == 1 { "" } else { "s" },
+        if memonly > 0 { format!(", {memonly} memory-only") } else { String::new() }
+    );
     let m = Machine {
-        name,
-        description: format!(
-            "read from sysfs at {root_text}: {} node{}, {n_cpus} CPUs{}",
-            nodes.len(),
-            if nodes.len() == 1 { "" } else { "s" },
-            if memonly > 0 { format!(", {memonly} memory-only") } else { String::new() }
-        ),
-        source: ModelSource::Sysfs { root: root_text.clone() },
         page_size: PAGE_SIZE,
         line_size: LINE_SIZE,
-        nodes,
-        groups,
         distances: Some(distances),
-        links: vec![],
-        routes: vec![],
-        controller_gbps: None,
-        bandwidth: None,
-        costs: MigrationCosts::default(),
         notes: vec![
             if ids.is_empty() {
                 "no NUMA nodes in sysfs (kernel without NUMA): one node with all online CPUs and /proc/meminfo"
@@ -98,6 +89,7 @@ pub fn read_machine(root: &Path) -> Result<Machine, TopologyError> {
             },
             "no link or Bandwidth Graph data in sysfs: run `ptb characterize` to measure them".to_string(),
         ],
+        ..Machine::bare(name, description, ModelSource::Sysfs { root: root_text.clone() }, nodes, groups)
     };
     crate::validate::validate(&m, &node_dir.display().to_string())?;
     Ok(m)
