@@ -22,6 +22,7 @@ pub mod asymsched;
 pub mod autonuma;
 pub mod first_touch;
 pub mod fixed;
+pub mod follow;
 pub mod interleave;
 pub mod ptb;
 pub mod ptb_classic;

@@ -1,8 +1,9 @@
 //! The simulator with policies in the loop: determinism, plan validation, costs, sampling.
 
+use ptb_policy::follow::Follow;
 use ptb_policy::{
-    PageMove, Params, Plan, Policy, PolicyKind, PolicySpec, SamplingMode, SamplingRequest, Snapshot, StartContext,
-    StartPlan, ThreadMove, ThreadTarget,
+    Params, Plan, Policy, PolicyKind, PolicySpec, SamplingMode, SamplingRequest, Snapshot, StartContext, StartPlan,
+    ThreadMove, ThreadTarget,
 };
 use ptb_profile::SampleKind;
 use ptb_sim::{ObjectPlacement, SimError, SimOptions, Simulation, StaticPlacement, Workload};
@@ -32,32 +33,9 @@ fn sim(text: &str, opts: SimOptions) -> Simulation {
     Simulation::new(machine(), vec![Workload::parse(text, "test").unwrap()], opts).unwrap()
 }
 
-/// A test policy: moves every sampled page to the node of the thread that sampled it.
-struct Follow {
-    mode: SamplingMode,
-}
-
-impl Policy for Follow {
-    fn name(&self) -> String {
-        "follow".into()
-    }
-    fn start(&mut self, _: &StartContext) -> StartPlan {
-        StartPlan::default()
-    }
-    fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: self.mode, cycle: Duration::from_millis(200) }
-    }
-    fn decide(&mut self, s: &Snapshot) -> Plan {
-        let mut plan = Plan::default();
-        for x in s.samples {
-            let t = s.thread(x.tid).unwrap();
-            let page = x.page(s.machine.page_size);
-            if s.pages.get(page) != Some(t.node) && !plan.pages.iter().any(|p| p.page == page) {
-                plan.pages.push(PageMove { page, to: t.node });
-            }
-        }
-        plan
-    }
+/// Every sampled page moves to the node of the thread that sampled it.
+fn follow(mode: SamplingMode) -> Box<Follow> {
+    Box::new(Follow { mode, cycle: Duration::from_millis(200), max_moves: usize::MAX })
 }
 
 /// A policy that returns a fixed (possibly impossible) plan at its first cycle.
@@ -88,7 +66,7 @@ fn without_decision_time(r: &ptb_sim::RunResult) -> String {
 fn same_seed_same_result_and_sampling_depends_on_the_seed() {
     let run = |seed| {
         let s = sim(SHARED, SimOptions { seed, ..Default::default() });
-        s.run_with(Box::new(Follow { mode: SamplingMode::Address { period: 2048 } })).unwrap()
+        s.run_with(follow(SamplingMode::Address { period: 2048 })).unwrap()
     };
     let (a, b, c) = (run(1), run(1), run(2));
     assert_eq!(without_decision_time(&a), without_decision_time(&b));
@@ -99,7 +77,7 @@ fn same_seed_same_result_and_sampling_depends_on_the_seed() {
 #[test]
 fn page_migrations_are_charged() {
     let s = sim(SHARED, SimOptions::default());
-    let r = s.run_with(Box::new(Follow { mode: SamplingMode::Address { period: 2048 } })).unwrap();
+    let r = s.run_with(follow(SamplingMode::Address { period: 2048 })).unwrap();
     assert!(r.pages_migrated > 100, "{}", r.pages_migrated);
     let c = &s.machine().costs;
     let per_page_s = (c.page_us * 1e-6).max(4096.0 / (c.copy_gbps * 1e9));
@@ -113,7 +91,7 @@ fn page_migrations_are_charged() {
 fn hint_faults_arrive_from_armed_pages_and_cost_time() {
     let s = sim(SHARED, SimOptions::default());
     let mode = SamplingMode::HintFaults { scan_bytes: 4 << 20, scan_period: Duration::from_millis(100) };
-    let r = s.run_with(Box::new(Follow { mode })).unwrap();
+    let r = s.run_with(follow(mode)).unwrap();
     assert!(r.hint_faults > 0);
     assert_eq!(r.samples, r.hint_faults);
     let c = &s.machine().costs;

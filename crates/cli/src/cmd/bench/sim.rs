@@ -4,7 +4,8 @@
 //! >= 100), the same figure without the policy's own decision time, and peak memory (VmHWM).
 
 use anyhow::{Context, Result};
-use ptb_policy::{PageMove, Params, Plan, Policy, SamplingMode, SamplingRequest, Snapshot, StartContext, StartPlan};
+use ptb_policy::follow::Follow;
+use ptb_policy::{Params, Policy, SamplingMode};
 use ptb_sim::{SimOptions, Simulation, Workload};
 use std::time::{Duration, Instant};
 
@@ -30,38 +31,6 @@ pub struct Args {
     /// Threads (default 64).
     #[arg(long, default_value_t = 64)]
     threads: usize,
-}
-
-/// The bench policy: follow the samples.
-struct Follow {
-    period: u64,
-}
-
-impl Policy for Follow {
-    fn name(&self) -> String {
-        "follow".into()
-    }
-    fn start(&mut self, _: &StartContext) -> StartPlan {
-        StartPlan::default()
-    }
-    fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: self.period }, cycle: Duration::from_secs(1) }
-    }
-    fn decide(&mut self, s: &Snapshot) -> Plan {
-        let mut plan = Plan::default();
-        let mut seen = std::collections::HashSet::new();
-        for x in s.samples {
-            if plan.pages.len() >= 4096 {
-                break;
-            }
-            let page = x.page(s.machine.page_size);
-            let Some(t) = s.thread(x.tid) else { continue };
-            if s.pages.get(page).is_some_and(|n| n != t.node) && seen.insert(page) {
-                plan.pages.push(PageMove { page, to: t.node });
-            }
-        }
-        plan
-    }
 }
 
 fn workload(threads: usize, pages: u64) -> Result<Workload> {
@@ -109,7 +78,11 @@ fn vm_hwm_kib() -> Option<u64> {
 
 fn policy(name: &str, period: u64) -> Result<Box<dyn Policy>> {
     if name == "follow" {
-        return Ok(Box::new(Follow { period: period.max(1) }));
+        return Ok(Box::new(Follow {
+            mode: SamplingMode::Address { period: period.max(1) },
+            cycle: Duration::from_secs(1),
+            max_moves: 4096,
+        }));
     }
     Ok(ptb_policy::build(name.parse()?, &Params::new())?)
 }

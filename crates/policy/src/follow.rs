@@ -1,0 +1,45 @@
+//! `follow`: a deliberately naive policy for benchmarks and tests, not a product policy (it is
+//! not in the registry). Every cycle it moves each sampled page that is not on the node of the
+//! thread that sampled it to that node, up to `max_moves` pages.
+
+use crate::plan::{PageMove, Plan, SamplingMode, SamplingRequest, StartPlan};
+use crate::snapshot::{Snapshot, StartContext};
+use crate::Policy;
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// Pages follow the threads that sample them.
+#[derive(Clone, Debug)]
+pub struct Follow {
+    pub mode: SamplingMode,
+    pub cycle: Duration,
+    /// Most pages moved per cycle.
+    pub max_moves: usize,
+}
+
+impl Policy for Follow {
+    fn name(&self) -> String {
+        "follow".into()
+    }
+    fn start(&mut self, _: &StartContext) -> StartPlan {
+        StartPlan::default()
+    }
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest { mode: self.mode, cycle: self.cycle }
+    }
+    fn decide(&mut self, s: &Snapshot) -> Plan {
+        let mut plan = Plan::default();
+        let mut seen = HashSet::new();
+        for x in s.samples {
+            if plan.pages.len() >= self.max_moves {
+                break;
+            }
+            let page = x.page(s.machine.page_size);
+            let Some(t) = s.thread(x.tid) else { continue };
+            if s.pages.get(page) != Some(t.node) && seen.insert(page) {
+                plan.pages.push(PageMove { page, to: t.node });
+            }
+        }
+        plan
+    }
+}
