@@ -38,8 +38,9 @@
 //!    is hot data on a hot spot (a node serving over 1.5x the mean load, as after a master
 //!    thread's first touch): it moves on first sight if it pays back within `urgent_s`.
 //! 7. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms`, so
-//!    that data a master thread first-touched on one node is found and moved after 25 ms
-//!    rather than 100 ms (not where ptb spreads new pages itself). After `quiet_after` cycles without moves the sampling period grows
+//!    with one sample every `start_period` accesses, so that data a master thread
+//!    first-touched on one node is seen whole and moved after 25 ms rather than 100 ms (not
+//!    where ptb spreads new pages itself). After `quiet_after` cycles without moves the sampling period grows
 //!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
 //! 8. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
 //!    spread weights come from a small LP that balances controllers and directed links for
@@ -127,9 +128,13 @@ impl Ptb {
     }
 
     fn sampling_now(&self) -> SamplingRequest {
-        let cycle =
-            if self.quick_start && self.cycles < self.p.start_cycles { self.p.start_cycle } else { self.p.cycle };
-        SamplingRequest { mode: SamplingMode::Address { period: self.period }, cycle }
+        let quick = self.quick_start && self.cycles < self.p.start_cycles;
+        let (cycle, period) = if quick {
+            (self.p.start_cycle, self.p.start_period.min(self.period))
+        } else {
+            (self.p.cycle, self.period)
+        };
+        SamplingRequest { mode: SamplingMode::Address { period }, cycle }
     }
 }
 

@@ -53,6 +53,11 @@ pub const PARAMS: &[ParamDoc] = &[
     },
     ParamDoc { key: "start_cycles", default: "4", doc: "cycles of start_cycle_ms at start (0: every cycle is cycle_ms)" },
     ParamDoc {
+        key: "start_period",
+        default: "4096",
+        doc: "sampling period during the start cycles (more samples, so the first decisions see most chunks)",
+    },
+    ParamDoc {
         key: "home_confirm",
         default: "3",
         doc: "cycles in a row the load model must propose a new home share (part of each private chunk on its node, the rest spread) before it is taken",
@@ -86,6 +91,8 @@ pub struct PtbParams {
     /// Length of the first `start_cycles` cycles.
     pub start_cycle: Duration,
     pub start_cycles: u32,
+    /// Sampling period during the start cycles.
+    pub start_period: u64,
     /// Cycles a new home share must be proposed in a row before it is taken.
     pub home_confirm: u32,
 }
@@ -108,6 +115,7 @@ impl Default for PtbParams {
             tolerance: 0.25,
             start_cycle: Duration::from_millis(25),
             start_cycles: 4,
+            start_period: 4096,
             home_confirm: 3,
             quiet_after: 3,
             spread_at_start: Switch::Auto,
@@ -183,6 +191,7 @@ impl PtbParams {
                 s.get("start_cycle_ms", d.start_cycle.as_millis() as u64)?.clamp(1, 3_600_000),
             ),
             start_cycles: s.get("start_cycles", d.start_cycles)?,
+            start_period: s.get::<u64>("start_period", d.start_period)?.max(1),
             home_confirm: s.get("home_confirm", d.home_confirm)?,
             quiet_after: s.get("quiet_after", d.quiet_after)?,
             spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,

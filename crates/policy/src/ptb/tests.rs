@@ -208,12 +208,15 @@ fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
     let p = PtbParams { start_cycles: 3, ..PtbParams::default() };
     let mut ptb = Ptb::new(p.clone());
     assert_eq!(ptb.sampling().cycle, p.start_cycle);
+    assert_eq!(ptb.sampling().mode, SamplingMode::Address { period: p.start_period }, "denser samples at start");
     let plans = run_cycles(&mut ptb, &w, &s, 8192, 4);
     // The request changes once, after the third cycle, to the normal cycle.
     let changes: Vec<(usize, Duration)> =
         plans.iter().enumerate().filter_map(|(i, x)| x.sampling.map(|r| (i, r.cycle))).collect();
     assert_eq!(changes.first(), Some(&(2, p.cycle)), "{changes:?}");
     assert_eq!(ptb.sampling().cycle, p.cycle);
+    // Back to the normal period (or the quiet one: these slices were home after the start).
+    assert!(matches!(ptb.sampling().mode, SamplingMode::Address { period } if period >= p.period));
     let mut plain = Ptb::new(PtbParams { start_cycles: 0, ..p });
     assert_eq!(plain.sampling().cycle, Duration::from_millis(100));
     assert!(run_cycles(&mut plain, &w, &s, 8192, 2).iter().all(|x| x.sampling.is_none()));
