@@ -187,4 +187,22 @@ mod tests {
         let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
         assert!(c.throughput(&spread(nn)) < c.throughput(&local(nn)));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn predictions_are_finite_and_never_negative(
+            loads in proptest::collection::vec(0.0f64..2e9, 64),
+            home in 0.0f64..=1.0,
+            lat in proptest::option::of(1.0f64..5000.0),
+            threads in 0.0f64..16.0,
+        ) {
+            let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+            let nn = m.n_nodes();
+            let path: Vec<Vec<f64>> = loads.chunks(nn).map(|r| r.to_vec()).collect();
+            let load = model(&m, path);
+            let c = Closed::new(&load, vec![threads; nn], &vec![lat; nn], 6.0);
+            let x = c.throughput(&shape(nn, home, |_| 1.0));
+            proptest::prop_assert!(x.is_finite() && x >= 0.0, "{x}");
+        }
+    }
 }

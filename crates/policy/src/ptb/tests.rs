@@ -327,3 +327,16 @@ fn chunks_already_near_their_target_are_not_moved() {
         plans.iter().map(|p| p.ranges.len()).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn sampled_latency_is_averaged_per_node_of_the_accessing_thread_given_enough_samples() {
+    let w = world(2048, 0);
+    // CPUs 0-3 are node 0, 4-7 node 1: node 0 gets 20 samples of 100 and 300 ns, node 1 only 10.
+    let mut s: Vec<Sample> = (0..20u32)
+        .map(|i| Sample { latency_ns: Some(if i % 2 == 0 { 100.0 } else { 300.0 }), ..sample(i % 4, 1) })
+        .collect();
+    s.extend((0..10u32).map(|_| Sample { latency_ns: Some(50.0), ..sample(4, 1) }));
+    s.extend((0..40u32).map(|_| sample(8, 1))); // no latency: not counted
+    let got = measured_latency_ns(&snap(&w, &s, 8192));
+    assert_eq!(got, vec![Some(200.0), None, None, None]);
+}
