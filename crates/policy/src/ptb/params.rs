@@ -24,7 +24,7 @@ pub const PARAMS: &[ParamDoc] = &[
     },
     ParamDoc { key: "payback", default: "2.0", doc: "predicted saving must exceed the move's cost by this factor" },
     ParamDoc { key: "tolerance", default: "0.25", doc: "a chunk within this share of its target placement counts as placed" },
-    ParamDoc { key: "mlp", default: "6", doc: "accesses a thread overlaps: divides the access-time saving into thread time" },
+    ParamDoc { key: "mlp", default: "6", doc: "accesses a thread overlaps: divides the access-time saving into thread time, and how much latency slows a thread in the home-share model" },
     ParamDoc { key: "horizon_s", default: "10", doc: "seconds over which a move's saving is counted" },
     ParamDoc {
         key: "urgent_s",
@@ -60,7 +60,7 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "home_confirm",
         default: "3",
-        doc: "cycles in a row the load model must propose a new home share (part of each private chunk on its node, the rest spread) before it is taken",
+        doc: "cycles of averaged predictions needed before the home share (the part of each private chunk on its node, the rest spread evenly) may change",
     },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
@@ -93,7 +93,7 @@ pub struct PtbParams {
     pub start_cycles: u32,
     /// Sampling period during the start cycles.
     pub start_period: u64,
-    /// Cycles a new home share must be proposed in a row before it is taken.
+    /// Cycles of averaged predictions needed before the home share may change.
     pub home_confirm: u32,
 }
 
