@@ -37,11 +37,12 @@
 //!    moves, and a placed chunk is not moved again unless its target changes. The exception
 //!    is hot data on a hot spot (a node serving over 1.5x the mean load, as after a master
 //!    thread's first touch): it moves on first sight if it pays back within `urgent_s`.
-//! 7. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms`, so
-//!    with one sample every `start_period` accesses, so that data a master thread
+//! 7. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms` and
+//!    take one sample every `start_period` accesses, so that data a master thread
 //!    first-touched on one node is seen whole and moved after 25 ms rather than 100 ms (not
-//!    where ptb spreads new pages itself). After `quiet_after` cycles without moves the sampling period grows
-//!    (4x) to cut overhead; it returns to normal as soon as moves are needed again.
+//!    where ptb spreads new pages itself). After `quiet_after` cycles without moves the
+//!    sampling period grows (4x) to cut overhead; it returns to normal as soon as moves are
+//!    needed again.
 //! 8. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
 //!    spread weights come from a small LP that balances controllers and directed links for
 //!    where the shared accesses come from, instead of from node bandwidth alone.
@@ -230,8 +231,7 @@ impl Ptb {
         let mut src = vec![0.0; m.n_nodes()];
         if self.p.link_aware.on(|| spread::links_differ(m)) {
             for c in self.table.states().filter(|c| c.total() >= self.p.min_samples) {
-                let (top, share) = c.top_node();
-                if homes && share >= self.p.private_share && mem_nodes.contains(&top) {
+                if homes && private_home(c, self.p.private_share, mem_nodes).is_some() {
                     continue;
                 }
                 let a = c.accesses_per_s(period, cycle);
@@ -311,11 +311,9 @@ impl Ptb {
             if c.total() < p.min_samples {
                 continue;
             }
-            let (top, share) = c.top_node();
-            let want = if homes && share >= p.private_share && mem_nodes.contains(&top) {
-                Target::Node(top, self.home.pct)
-            } else {
-                Target::Spread
+            let want = match private_home(c, p.private_share, mem_nodes) {
+                Some(top) if homes => Target::Node(top, self.home.pct),
+                _ => Target::Spread,
             };
             let lasts_s = c.observe_target(want, snap.now.as_secs_f64());
             if c.placed == Some(want) {
@@ -439,10 +437,7 @@ impl Ptb {
             .iter()
             .filter_map(|&key| {
                 let c = self.table.get(key)?;
-                let (top, share) = c.top_node();
-                if c.total() < self.p.min_samples || share < self.p.private_share || !mem_nodes.contains(&top) {
-                    return None;
-                }
+                let top = private_home(c, self.p.private_share, mem_nodes)?;
                 let resident = || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, &r, nn));
                 let from = if c.by_home.iter().any(|&x| x > 0.0) { model::current_shares(c, &[]) } else { resident()? };
                 Some(home::Private { node: top, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from })
@@ -456,6 +451,13 @@ impl Ptb {
         let closed = closed::Closed::new(load, threads, &measured, self.p.mlp);
         home::predict(&closed, load, &private, weights, self.home.pct)
     }
+}
+
+/// The node a chunk belongs on when it is private: at least `private_share` of its accesses
+/// come from one node, which has memory.
+fn private_home(c: &chunks::ChunkState, private_share: f64, mem_nodes: &[NodeIdx]) -> Option<NodeIdx> {
+    let (top, share) = c.top_node();
+    (share >= private_share && mem_nodes.contains(&top)).then_some(top)
 }
 
 /// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at

@@ -51,7 +51,7 @@ impl<'a> Closed<'a> {
     /// Calibrate on the loads of `load` (the measured traffic), with `threads` per node and
     /// the measured mean latency of each node's accesses where known (ns).
     pub fn new(load: &'a LoadModel, threads: Vec<f64>, measured_ns: &[Option<f64>], mlp: f64) -> Self {
-        let lat = Closed { load, threads: vec![], compute_ns: vec![], mlp }.latencies(&load.path);
+        let lat = latencies(load, &load.path);
         let compute_ns = (0..load.acc.len())
             .map(|s| {
                 let x: f64 = load.path[s].iter().sum();
@@ -66,26 +66,6 @@ impl<'a> Closed<'a> {
         Closed { load, threads, compute_ns, mlp }
     }
 
-    /// Loaded latency (source node x memory node), ns, for the per-path loads.
-    fn latencies(&self, path: &[Vec<f64>]) -> Vec<Vec<f64>> {
-        let m = self.load;
-        let nn = path.len();
-        let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
-        let links = m.link_loads(path);
-        let lq: Vec<f64> = links.iter().zip(&m.link_cap).map(|(a, c)| q(*a, *c)).collect();
-        (0..nn)
-            .map(|s| {
-                (0..nn)
-                    .map(|d| {
-                        m.idle[s][d]
-                            + q(acc[d], m.cap[d])
-                            + m.links_of[s][d].iter().map(|&(l, share)| share * lq[l]).sum::<f64>()
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
     /// Predicted accesses per second of all threads when node s's accesses go to the memory
     /// nodes in the shares `shape[s]` (rows summing to 1; a zero row: no accesses).
     pub fn throughput(&self, shape: &[Vec<f64>]) -> f64 {
@@ -95,7 +75,7 @@ impl<'a> Closed<'a> {
         let path_of =
             |x: &[f64]| -> Vec<Vec<f64>> { (0..nn).map(|s| shape[s].iter().map(|f| f * x[s]).collect()).collect() };
         for _ in 0..ITERATIONS {
-            let lat = self.latencies(&path_of(&x));
+            let lat = latencies(m, &path_of(&x));
             for s in 0..nn {
                 if x[s] <= 0.0 {
                     continue;
@@ -123,6 +103,26 @@ impl<'a> Closed<'a> {
             })
             .sum()
     }
+}
+
+/// Loaded latency (source node x memory node), ns, for the per-path loads `path`: idle
+/// latency plus the queueing of the controller and of every link on the route.
+fn latencies(m: &LoadModel, path: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let nn = path.len();
+    let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
+    let links = m.link_loads(path);
+    let lq: Vec<f64> = links.iter().zip(&m.link_cap).map(|(a, c)| q(*a, *c)).collect();
+    (0..nn)
+        .map(|s| {
+            (0..nn)
+                .map(|d| {
+                    m.idle[s][d]
+                        + q(acc[d], m.cap[d])
+                        + m.links_of[s][d].iter().map(|&(l, share)| share * lq[l]).sum::<f64>()
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Mean of `v` weighted by `w` (0 when `w` is all zero).

@@ -65,11 +65,11 @@ pub fn predict(
     if private.is_empty() {
         return None;
     }
-    let now = closed.throughput(&shape(load, private, current, weights));
-    if now <= 0.0 {
-        return None;
-    }
-    Some(SHARES.iter().map(|&p| (p, closed.throughput(&shape(load, private, p, weights)) / now)).collect())
+    let x = |p: u8| closed.throughput(&shape(load, private, p, weights));
+    let tried: Vec<(u8, f64)> = SHARES.iter().map(|&p| (p, x(p))).collect();
+    // The share in force is one of SHARES (it only ever changes to one of them).
+    let now = tried.iter().find(|t| t.0 == current).map_or_else(|| x(current), |t| t.1);
+    (now > 0.0).then(|| tried.into_iter().map(|(p, t)| (p, t / now)).collect())
 }
 
 /// The home share in force, and the evidence for the others.
