@@ -21,7 +21,7 @@ pub struct ChunkKey {
 pub enum Target {
     /// On the node of its accessors: this percentage of its pages there, the rest spread
     /// like a shared chunk (100: all of it; less where the home node's controller or local
-    /// path is the bottleneck, see `home::choose`).
+    /// path is the bottleneck, see the `home` module).
     Node(NodeIdx, u8),
     /// Spread over the memory nodes in proportion to their bandwidth.
     Spread,
@@ -48,10 +48,9 @@ pub struct ChunkState {
     pub placed: Option<Target>,
     /// Target seen in the last cycles and for how many cycles in a row.
     pub pending: Option<(Target, u32)>,
-    /// The target the evidence pointed to last cycle, how often it has changed, and since
-    /// when (seconds of management) the chunk has had a target.
+    /// The target the evidence pointed to last cycle, and since when (seconds of
+    /// management) the chunk has had a target of that node.
     pub last_want: Option<Target>,
-    pub flips: u32,
     pub since_s: f64,
     /// Total seconds and number of past periods with a node target [0] and a spread target [1].
     pub held_s: [f32; 2],
@@ -68,7 +67,6 @@ impl ChunkState {
             placed: None,
             pending: None,
             last_want: None,
-            flips: 0,
             since_s: 0.0,
             held_s: [0.0; 2],
             held_n: [0; 2],
@@ -109,7 +107,6 @@ impl ChunkState {
         match self.last_want {
             None => self.since_s = now_s,
             Some(w) if w.node() != want.node() => {
-                self.flips += 1;
                 let k = kind(w);
                 self.held_s[k] += (now_s - self.since_s).max(0.0) as f32;
                 self.held_n[k] = self.held_n[k].saturating_add(1);
