@@ -94,6 +94,34 @@ pub fn local_path_is_narrow(m: &ptb_topology::Machine) -> bool {
     !ratios.is_empty() && ratios.iter().sum::<f64>() / (ratios.len() as f64) < 1.5
 }
 
+/// The home share (percent, one of [`home::SHARES`]) of a private chunk's first move off a hot
+/// spot, before the home-share model has evidence: midway between 100 and the share of a
+/// node's traffic its local path carries when the controller runs at full bandwidth (local
+/// path / controller, mean over CPU groups). On the 8-node Opteron the local path is half the
+/// controller (75 -> 70); where it is as wide as the controller (Broadwell), 100. A hedge:
+/// whichever share the model later picks, each chunk re-moves only part of its pages.
+pub fn first_home_share(m: &ptb_topology::Machine) -> u8 {
+    let (Some(b), Some(ctrl)) = (&m.bandwidth, &m.controller_gbps) else { return 100 };
+    let ratios: Vec<f64> = m
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let c = *ctrl.get(g.node.ix())?;
+            let local = b.uncontended.get(g.idx.ix(), g.node.ix());
+            (c > 0.0 && local > 0.0).then(|| (local / c).min(1.0))
+        })
+        .collect();
+    if ratios.is_empty() {
+        return 100;
+    }
+    let mid = 50.0 * (1.0 + ratios.iter().sum::<f64>() / ratios.len() as f64);
+    home::SHARES
+        .iter()
+        .copied()
+        .min_by(|a, b| (f64::from(*a) - mid).abs().total_cmp(&(f64::from(*b) - mid).abs()))
+        .unwrap_or(100)
+}
+
 /// The `ptb` policy.
 #[derive(Debug)]
 pub struct Ptb {
@@ -106,6 +134,11 @@ pub struct Ptb {
     /// Whether the first cycles are short: not where ptb spreads new pages itself (nothing
     /// then piles up on one node).
     quick_start: bool,
+    /// Cycles before this index are quick (`start_cycle_ms`, `start_period`): the first
+    /// `start_cycles`, and as many again after the memory traffic more than doubles.
+    quick_until: u32,
+    /// The previous cycle's memory traffic, as a share of machine bandwidth.
+    last_demand: f64,
     /// Percent of a private chunk's pages placed on its home node ([`home`]).
     home: home::HomeShare,
 }
@@ -115,6 +148,8 @@ impl Ptb {
         let period = p.period;
         Ptb {
             table: ChunkTable::new(p.chunk_pages),
+            quick_until: p.start_cycles,
+            last_demand: 0.0,
             p,
             quiet: 0,
             period,
@@ -129,7 +164,7 @@ impl Ptb {
     }
 
     fn sampling_now(&self) -> SamplingRequest {
-        let quick = self.quick_start && self.cycles < self.p.start_cycles;
+        let quick = self.quick_start && self.cycles < self.quick_until;
         let (cycle, period) = if quick {
             (self.p.start_cycle, self.p.start_period.min(self.period))
         } else {
@@ -184,24 +219,34 @@ impl Policy for Ptb {
             plan.stats.insert("fault_samples_unpriced".into(), 1.0);
         } else if demand.share < self.p.gate {
             plan.stats.insert("gated_compute_bound".into(), 1.0);
-            self.after_cycle(&mut plan, 0);
+            self.after_cycle(&mut plan, 0, demand.share);
             return plan;
         }
         let moves = self.choose_moves(snap, &demand, period, &mem_nodes, unpriced, &mut plan.stats);
         let n_moves = moves.len();
         plan.ranges = moves;
         plan.stats.insert("chunk_moves".into(), n_moves as f64);
-        self.after_cycle(&mut plan, n_moves);
+        self.after_cycle(&mut plan, n_moves, demand.share);
         plan
     }
 }
 
 impl Ptb {
-    /// Quiet-mode bookkeeping: slow sampling down after `quiet_after` idle cycles.
-    fn after_cycle(&mut self, plan: &mut Plan, moves: usize) {
+    /// Sampling for the next cycle. Quiet mode: slow sampling down after `quiet_after` cycles
+    /// without moves, but not while the program is under the gate (a compute-bound phase
+    /// issues few samples anyway, and the phase after it must be seen whole). Quick cycles
+    /// again after the traffic more than doubles: a new phase, whose data is found sooner.
+    fn after_cycle(&mut self, plan: &mut Plan, moves: usize, demand: f64) {
         let before = self.sampling_now();
         self.cycles = self.cycles.saturating_add(1);
-        if moves == 0 {
+        if self.cycles > 1 && demand >= self.p.gate && demand > 2.0 * self.last_demand {
+            self.quick_until = self.quick_until.max(self.cycles.saturating_add(self.p.start_cycles));
+        }
+        self.last_demand = demand;
+        if moves == 0 && demand < self.p.gate {
+            self.quiet = 0;
+            self.period = self.p.period;
+        } else if moves == 0 {
             self.quiet = self.quiet.saturating_add(1);
             if self.quiet >= self.p.quiet_after {
                 self.period = self.p.period * 4;
@@ -231,7 +276,7 @@ impl Ptb {
         let mut src = vec![0.0; m.n_nodes()];
         if self.p.link_aware.on(|| spread::links_differ(m)) {
             for c in self.table.states().filter(|c| c.total() >= self.p.min_samples) {
-                if homes && private_home(c, self.p.private_share, mem_nodes).is_some() {
+                if homes && private_home(c, &self.p, mem_nodes).is_some() {
                     continue;
                 }
                 let a = c.accesses_per_s(period, cycle);
@@ -294,6 +339,7 @@ impl Ptb {
             load.acc[i] > 1.5 * mean_load
         };
         let keys = self.table.keys_by_weight(p.min_samples);
+        let first_home = p.first_home.unwrap_or_else(|| first_home_share(m));
         if homes {
             let predicted = self.predict_home_shares(snap, &keys, &load, &weights, mem_nodes, period);
             if let Some(pred) = &predicted {
@@ -311,7 +357,15 @@ impl Ptb {
             if c.total() < p.min_samples {
                 continue;
             }
-            let want = match private_home(c, p.private_share, mem_nodes) {
+            let want = match private_home(c, &p, mem_nodes) {
+                // The first move off a hot spot (a master thread's first touch) happens before
+                // the home-share model has seen the program anywhere but there: hedge.
+                Some(top) if homes && self.home.updates <= 1 && c.placed.is_none() => {
+                    let off_hot_spot = range
+                        .as_ref()
+                        .is_some_and(|r| hot_spot(&model::current_shares(c, &model::resident_shares(snap, r, nn))));
+                    Target::Node(top, if off_hot_spot { self.home.pct.min(first_home) } else { self.home.pct })
+                }
                 Some(top) if homes => Target::Node(top, self.home.pct),
                 _ => Target::Spread,
             };
@@ -437,7 +491,7 @@ impl Ptb {
             .iter()
             .filter_map(|&key| {
                 let c = self.table.get(key)?;
-                let top = private_home(c, self.p.private_share, mem_nodes)?;
+                let top = private_home(c, &self.p, mem_nodes)?;
                 let resident = || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, &r, nn));
                 let from = if c.by_home.iter().any(|&x| x > 0.0) { model::current_shares(c, &[]) } else { resident()? };
                 Some(home::Private { node: top, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from })
@@ -455,9 +509,24 @@ impl Ptb {
 
 /// The node a chunk belongs on when it is private: at least `private_share` of its accesses
 /// come from one node, which has memory.
-fn private_home(c: &chunks::ChunkState, private_share: f64, mem_nodes: &[NodeIdx]) -> Option<NodeIdx> {
+fn private_home(c: &chunks::ChunkState, p: &PtbParams, mem_nodes: &[NodeIdx]) -> Option<NodeIdx> {
     let (top, share) = c.top_node();
-    (share >= private_share && mem_nodes.contains(&top)).then_some(top)
+    let even = 1.0 / mem_nodes.len().max(1) as f64;
+    let mixed = p.mixed_home > 0.0 && wilson_lower(share, c.total(), 2.0) >= p.mixed_home * even;
+    ((share >= p.private_share || mixed) && mem_nodes.contains(&top)).then_some(top)
+}
+
+/// Wilson score lower bound of a proportion `p` seen in `n` trials, `z` standard errors below:
+/// a share seen in few samples says little (a uniform chunk's top node in 4 samples often
+/// has half of them).
+fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
+    if n <= 0.0 {
+        return 0.0;
+    }
+    let z2 = z * z;
+    let centre = p + z2 / (2.0 * n);
+    let margin = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - margin) / (1.0 + z2 / n)).clamp(0.0, 1.0)
 }
 
 /// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at

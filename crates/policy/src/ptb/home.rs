@@ -81,11 +81,13 @@ pub struct HomeShare {
     score: [f64; SHARES.len()],
     /// Cycles that contributed since the share in force was taken.
     seen: u32,
+    /// Cycles with predictions, in all.
+    pub updates: u32,
 }
 
 impl Default for HomeShare {
     fn default() -> Self {
-        HomeShare { pct: 100, score: [0.0; SHARES.len()], seen: 0 }
+        HomeShare { pct: 100, score: [0.0; SHARES.len()], seen: 0, updates: 0 }
     }
 }
 
@@ -101,6 +103,7 @@ impl HomeShare {
             *sc = decay * *sc + (1.0 - decay) * r.max(1e-9).ln();
         }
         self.seen += 1;
+        self.updates = self.updates.saturating_add(1);
         if self.seen < confirm.max(1) {
             return self.pct;
         }

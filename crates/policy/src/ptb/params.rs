@@ -51,11 +51,25 @@ pub const PARAMS: &[ParamDoc] = &[
         default: "25",
         doc: "length of the first start_cycles cycles in milliseconds (data first touched by one thread is found sooner)",
     },
-    ParamDoc { key: "start_cycles", default: "4", doc: "cycles of start_cycle_ms at start (0: every cycle is cycle_ms)" },
+    ParamDoc {
+        key: "start_cycles",
+        default: "4",
+        doc: "cycles of start_cycle_ms at start, and again after the memory traffic more than doubles (a new phase) (0: every cycle is cycle_ms)",
+    },
     ParamDoc {
         key: "start_period",
         default: "4096",
         doc: "sampling period during the start cycles (more samples, so the first decisions see most chunks)",
+    },
+    ParamDoc {
+        key: "mixed_home",
+        default: "3",
+        doc: "a chunk below private_share is private too when its top node's share, two standard errors below what was sampled (Wilson bound), is at least this many times an even share (1 / memory nodes): data a thread shares with everyone but uses most (0: off)",
+    },
+    ParamDoc {
+        key: "first_home",
+        default: "auto",
+        doc: "percent of a private chunk placed at home when it first leaves a hot spot, before the home-share model has evidence: 40-100, or auto (midway between 100 and the share of a node's traffic its local path carries at full controller bandwidth, rounded to a home share; 100 where the local path is as wide as the controller)",
     },
     ParamDoc {
         key: "home_confirm",
@@ -95,6 +109,11 @@ pub struct PtbParams {
     pub start_period: u64,
     /// Cycles of averaged predictions needed before the home share may change.
     pub home_confirm: u32,
+    /// Multiple of an even share the Wilson bound of a chunk's top share must reach for a
+    /// mixed chunk to count as private (0: off).
+    pub mixed_home: f64,
+    /// Home share of a private chunk's first move off a hot spot (`None`: auto).
+    pub first_home: Option<u8>,
 }
 
 impl Default for PtbParams {
@@ -117,6 +136,8 @@ impl Default for PtbParams {
             start_cycles: 4,
             start_period: 4096,
             home_confirm: 3,
+            mixed_home: 3.0,
+            first_home: None,
             quiet_after: 3,
             spread_at_start: Switch::Auto,
             home_moves: Switch::Auto,
@@ -193,6 +214,18 @@ impl PtbParams {
             start_cycles: s.get("start_cycles", d.start_cycles)?,
             start_period: s.get::<u64>("start_period", d.start_period)?.max(1),
             home_confirm: s.get("home_confirm", d.home_confirm)?,
+            mixed_home: s.f64_in("mixed_home", d.mixed_home, 0.0, 1e3)?,
+            first_home: match s.get::<String>("first_home", "auto".into())?.as_str() {
+                "auto" => None,
+                v => {
+                    Some(v.parse::<u8>().ok().filter(|p| (40..=100).contains(p)).ok_or_else(|| PolicyError::Param {
+                        origin: s.origin("first_home"),
+                        policy: "ptb".into(),
+                        key: "first_home".into(),
+                        reason: format!("`{v}` is not auto or a percent from 40 to 100"),
+                    })?)
+                }
+            },
             quiet_after: s.get("quiet_after", d.quiet_after)?,
             spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,
             home_moves: Switch::parse(&s.get::<String>("home_moves", "auto".into())?, "home_moves")?,

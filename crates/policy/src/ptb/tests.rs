@@ -173,7 +173,8 @@ fn fault_samples_place_by_locality_without_the_gate() {
     for x in &mut s {
         x.kind = SampleKind::PageFault;
     }
-    let mut p = Ptb::new(PtbParams::default());
+    // Whole chunks home (no hedged first move: that is tested on its own).
+    let mut p = Ptb::new(PtbParams { first_home: Some(100), ..PtbParams::default() });
     let plans = run_cycles(&mut p, &w, &s, 1, 4);
     assert!(plans
         .iter()
@@ -339,4 +340,105 @@ fn sampled_latency_is_averaged_per_node_of_the_accessing_thread_given_enough_sam
     s.extend((0..40u32).map(|_| sample(8, 1))); // no latency: not counted
     let got = measured_latency_ns(&snap(&w, &s, 8192));
     assert_eq!(got, vec![Some(200.0), None, None, None]);
+}
+
+#[test]
+fn a_mixed_chunk_is_private_only_when_its_top_share_is_confidently_above_even() {
+    let nodes: Vec<NodeIdx> = (0..8).map(NodeIdx).collect();
+    let p = PtbParams::default();
+    let chunk = |counts: [f32; 8]| {
+        let mut c = ChunkState::new(8, 0.0);
+        c.by_src.iter_mut().zip(counts).for_each(|(x, v)| *x = v);
+        c
+    };
+    // SPECjbb-like: half the accesses from the owner's node, the rest from everyone (56% top).
+    let owner = chunk([34.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.0, 3.0]);
+    assert_eq!(private_home(&owner, &p, &nodes), Some(NodeIdx(0)));
+    // The same shares seen in a handful of samples are no evidence.
+    let few = chunk([5.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(private_home(&few, &p, &nodes), None);
+    // A uniform chunk's top node, even with plenty of samples, is not a home.
+    let uniform = chunk([11.0, 8.0, 7.0, 8.0, 9.0, 7.0, 8.0, 6.0]);
+    assert_eq!(private_home(&uniform, &p, &nodes), None);
+    // Off, only private_share counts; a truly private chunk is private either way.
+    let off = PtbParams { mixed_home: 0.0, ..p.clone() };
+    assert_eq!(private_home(&owner, &off, &nodes), None);
+    let private = chunk([3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(private_home(&private, &off, &nodes), Some(NodeIdx(0)));
+    // The bound itself: below the sampled share, closer with more samples, within [0, 1].
+    let (a, b) = (wilson_lower(0.56, 20.0, 2.0), wilson_lower(0.56, 200.0, 2.0));
+    assert!(a < b && b < 0.56 && a > 0.0, "{a} {b}");
+    assert_eq!(wilson_lower(0.5, 0.0, 2.0), 0.0);
+    assert!(wilson_lower(1.0, 1e6, 2.0) <= 1.0);
+}
+
+#[test]
+fn the_first_move_off_a_hot_spot_hedges_the_home_share_where_local_paths_are_narrower_than_the_controller() {
+    let share = |name: &str| first_home_share(&ptb_topology::presets::get(name).unwrap());
+    // 8-node Opteron: local path 8 GB/s, controller 16: midway between 100 and 50.
+    assert_eq!(share("opteron6272-8n"), 70);
+    // Broadwell: the local path is as wide as the controller, nothing to hedge.
+    assert_eq!(share("broadwell-cod-4n"), 100);
+    // Unknown bandwidth: whole chunks.
+    let mut m = synthetic("nodes=4,cpus=4").unwrap();
+    m.bandwidth = None;
+    assert_eq!(first_home_share(&m), 100);
+    // In a run: master-touched private slices leave the hot spot at the hedged share, with
+    // most of each chunk on its home node.
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut p = Ptb::new(PtbParams { first_home: Some(70), ..PtbParams::default() });
+    let moves = p.decide(&snap(&w, &s, 8192)).ranges;
+    assert_eq!(moves.len(), 3, "{moves:?}");
+    for m in &moves {
+        let home = NodeIdx((m.start_vpn / 512) as u16);
+        let RangeOp::Weighted(ws) = &m.op else { panic!("{m:?}") };
+        let total: u32 = ws.iter().map(|x| x.1).sum();
+        let at_home = ws.iter().find(|x| x.0 == home).unwrap().1;
+        let pct = 100 * at_home / total;
+        assert!((74..=79).contains(&pct), "70% + 30%/4 at home: {pct}% of {ws:?}");
+    }
+    // first_home=100: whole chunks, as before.
+    let mut p = Ptb::new(PtbParams { first_home: Some(100), ..PtbParams::default() });
+    assert!(p.decide(&snap(&w, &s, 8192)).ranges.iter().all(|r| matches!(r.op, RangeOp::MoveTo(_))));
+    let mut params = Params::new();
+    params.set_assignment("ptb.first_home=30").unwrap();
+    assert!(Ptb::from_params(&params).unwrap_err().to_string().contains("first_home"));
+}
+
+#[test]
+fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycles_keep_full_sampling() {
+    let w = world(2048, 0);
+    let (light, heavy) = (all_shared(2), private_slices(200));
+    let p = PtbParams { start_cycles: 2, ..PtbParams::default() };
+    let mut ptb = Ptb::new(p.clone());
+    // A compute-bound phase, gated, past the start cycles: normal cycles, and the normal period
+    // even after quiet_after cycles without moves.
+    for _ in 0..6 {
+        assert!(ptb.decide(&snap(&w, &light, 8192)).stats.contains_key("gated_compute_bound"));
+    }
+    assert_eq!(ptb.sampling(), SamplingRequest { mode: SamplingMode::Address { period: p.period }, cycle: p.cycle });
+    // The memory-bound phase begins: quick cycles with denser sampling for start_cycles.
+    let plan = ptb.decide(&snap(&w, &heavy, 8192));
+    assert_eq!(plan.sampling.map(|r| r.cycle), Some(p.start_cycle));
+    assert_eq!(ptb.sampling().mode, SamplingMode::Address { period: p.start_period });
+    ptb.decide(&snap(&w, &heavy, 8192));
+    assert_eq!(ptb.sampling().cycle, p.start_cycle);
+    ptb.decide(&snap(&w, &heavy, 8192));
+    assert_eq!(ptb.sampling().cycle, p.cycle, "back to normal after start_cycles");
+    // Steady traffic does not bring them back.
+    for _ in 0..4 {
+        ptb.decide(&snap(&w, &heavy, 8192));
+        assert_eq!(ptb.sampling().cycle, p.cycle);
+    }
+}
+
+#[test]
+fn documented_defaults_are_the_defaults() {
+    // Every parameter set to the default its documentation shows gives the default parameters.
+    let mut params = Params::new();
+    for d in PARAMS {
+        params.set_assignment(&format!("ptb.{}={}", d.key, d.default)).unwrap();
+    }
+    assert_eq!(PtbParams::from_params(&params).unwrap(), PtbParams::default());
 }
