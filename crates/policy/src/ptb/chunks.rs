@@ -55,6 +55,9 @@ pub struct ChunkState {
     /// Total seconds and number of past periods with a node target [0] and a spread target [1].
     pub held_s: [f32; 2],
     pub held_n: [u16; 2],
+    /// The top node and its share before this cycle's samples (a share that just fell is a
+    /// phase ending, not a mixed chunk).
+    pub prev_top: (NodeIdx, f32),
     decay: f64,
 }
 
@@ -70,6 +73,7 @@ impl ChunkState {
             since_s: 0.0,
             held_s: [0.0; 2],
             held_n: [0; 2],
+            prev_top: (NodeIdx(0), 0.0),
             decay,
         }
     }
@@ -182,6 +186,8 @@ impl ChunkTable {
         let m = snap.machine;
         let nn = m.n_nodes();
         for c in self.map.values_mut() {
+            let (top, share) = c.top_node();
+            c.prev_top = (top, share as f32);
             let d = decay as f32;
             c.by_src.iter_mut().for_each(|x| *x *= d);
             c.by_home.iter_mut().for_each(|x| *x *= d);

@@ -63,8 +63,8 @@ pub const PARAMS: &[ParamDoc] = &[
     },
     ParamDoc {
         key: "mixed_home",
-        default: "3",
-        doc: "a chunk below private_share is private too when its top node's share, two standard errors below what was sampled (Wilson bound), is at least this many times an even share (1 / memory nodes): data a thread shares with everyone but uses most (0: off)",
+        default: "1.3",
+        doc: "a chunk below private_share is private too when its top node's share, two standard errors below what was sampled (Wilson bound), is at least this many times an even share (1 / memory nodes) and has not fallen by a quarter since the last cycle: data a thread shares with everyone but uses most (0: off)",
     },
     ParamDoc {
         key: "first_home",
@@ -136,7 +136,7 @@ impl Default for PtbParams {
             start_cycles: 4,
             start_period: 4096,
             home_confirm: 3,
-            mixed_home: 3.0,
+            mixed_home: 1.3,
             first_home: None,
             quiet_after: 3,
             spread_at_start: Switch::Auto,

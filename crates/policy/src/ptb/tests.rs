@@ -355,8 +355,14 @@ fn a_mixed_chunk_is_private_only_when_its_top_share_is_confidently_above_even() 
     let owner = chunk([34.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.0, 3.0]);
     assert_eq!(private_home(&owner, &p, &nodes), Some(NodeIdx(0)));
     // The same shares seen in a handful of samples are no evidence.
-    let few = chunk([5.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+    let few = chunk([2.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     assert_eq!(private_home(&few, &p, &nodes), None);
+    // A private phase ending: the share fell from 90% to 56% in one cycle; not mixed (yet).
+    let mut ending = owner.clone();
+    ending.prev_top = (NodeIdx(0), 0.9);
+    assert_eq!(private_home(&ending, &p, &nodes), None);
+    ending.prev_top = (NodeIdx(0), 0.6);
+    assert_eq!(private_home(&ending, &p, &nodes), Some(NodeIdx(0)), "steady at 56%");
     // A uniform chunk's top node, even with plenty of samples, is not a home.
     let uniform = chunk([11.0, 8.0, 7.0, 8.0, 9.0, 7.0, 8.0, 6.0]);
     assert_eq!(private_home(&uniform, &p, &nodes), None);
