@@ -122,6 +122,12 @@ pub fn first_home_share(m: &ptb_topology::Machine) -> u8 {
         .unwrap_or(100)
 }
 
+/// Share of the evidence on chunks whose top node changed, or whose top share fell by more
+/// than a quarter, in one cycle ([`chunks::ChunkTable::shifted_share`]) above which the
+/// program is in a new phase (Metis pca: private means, then a covariance reading every
+/// block).
+pub const PHASE_SHIFT: f64 = 0.5;
+
 /// The `ptb` policy.
 #[derive(Debug)]
 pub struct Ptb {
@@ -235,11 +241,13 @@ impl Ptb {
     /// Sampling for the next cycle. Quiet mode: slow sampling down after `quiet_after` cycles
     /// without moves, but not while the program is under the gate (a compute-bound phase
     /// issues few samples anyway, and the phase after it must be seen whole). Quick cycles
-    /// again after the traffic more than doubles: a new phase, whose data is found sooner.
+    /// again at a new phase, whose data is then found sooner: the traffic more than doubled,
+    /// or more than [`PHASE_SHIFT`] of the evidence sits on chunks whose users changed.
     fn after_cycle(&mut self, plan: &mut Plan, moves: usize, demand: f64) {
         let before = self.sampling_now();
         self.cycles = self.cycles.saturating_add(1);
-        if self.cycles > 1 && demand >= self.p.gate && demand > 2.0 * self.last_demand {
+        let shifted = self.table.shifted_share() > PHASE_SHIFT;
+        if self.cycles > 1 && demand >= self.p.gate && (demand > 2.0 * self.last_demand || shifted) {
             self.quick_until = self.quick_until.max(self.cycles.saturating_add(self.p.start_cycles));
         }
         self.last_demand = demand;

@@ -223,6 +223,30 @@ impl ChunkTable {
         v.into_iter().map(|(k, _)| k).collect()
     }
 
+    /// Share of the evidence (decayed samples) on chunks that one node used most (half their
+    /// accesses or more) and that lost it since the last cycle: another top node, or a top
+    /// share fallen by more than a quarter. A high share is a new phase. Chunks without a
+    /// dominant user do not count: their top node changes with sampling noise.
+    pub fn shifted_share(&self) -> f64 {
+        let (mut all, mut moved) = (0.0, 0.0);
+        for c in self.map.values() {
+            if c.prev_top.1 <= 0.0 {
+                continue;
+            }
+            let t = c.total();
+            let (top, share) = c.top_node();
+            all += t;
+            if c.prev_top.1 >= 0.5 && (top != c.prev_top.0 || (share as f32) < 0.75 * c.prev_top.1) {
+                moved += t;
+            }
+        }
+        if all > 0.0 {
+            moved / all
+        } else {
+            0.0
+        }
+    }
+
     /// Every chunk's state, in no particular order.
     pub fn states(&self) -> impl Iterator<Item = &ChunkState> {
         self.map.values()

@@ -448,3 +448,21 @@ fn documented_defaults_are_the_defaults() {
     }
     assert_eq!(PtbParams::from_params(&params).unwrap(), PtbParams::default());
 }
+
+#[test]
+fn quick_cycles_return_when_most_chunks_change_users() {
+    // Private slices, then every thread reads every chunk (pca: means, then a covariance): the
+    // traffic barely changes, but the chunks' users do.
+    let w = world(2048, 0);
+    let (private, shared) = (private_slices(200), all_shared(200));
+    let p = PtbParams { start_cycles: 2, ..PtbParams::default() };
+    let mut ptb = Ptb::new(p.clone());
+    for _ in 0..4 {
+        ptb.decide(&snap(&w, &private, 8192));
+    }
+    assert_eq!(ptb.sampling().cycle, p.cycle);
+    assert!(ptb.table.shifted_share() < 0.01, "a steady phase: {}", ptb.table.shifted_share());
+    ptb.decide(&snap(&w, &shared, 8192));
+    assert!(ptb.table.shifted_share() > PHASE_SHIFT, "{}", ptb.table.shifted_share());
+    assert_eq!(ptb.sampling().cycle, p.start_cycle, "the new phase gets quick cycles");
+}
