@@ -367,11 +367,13 @@ impl Ptb {
             }
             let want = match private_home(c, &p, mem_nodes) {
                 // The first move off a hot spot (a master thread's first touch) happens before
-                // the home-share model has seen the program anywhere but there: hedge.
+                // the home-share model has seen the program anywhere but there: hedge. Not for
+                // data already at home (threads that first-touched their own slices).
                 Some(top) if homes && self.home.updates <= 1 && c.placed.is_none() => {
-                    let off_hot_spot = range
-                        .as_ref()
-                        .is_some_and(|r| hot_spot(&model::current_shares(c, &model::resident_shares(snap, r, nn))));
+                    let off_hot_spot = range.as_ref().is_some_and(|r| {
+                        let from = model::current_shares(c, &model::resident_shares(snap, r, nn));
+                        from[top.ix()] < 0.5 && hot_spot(&from)
+                    });
                     Target::Node(top, if off_hot_spot { self.home.pct.min(first_home) } else { self.home.pct })
                 }
                 Some(top) if homes => Target::Node(top, self.home.pct),
