@@ -17,14 +17,18 @@
 //!    is compared with the machine's memory bandwidth; a program that uses less than
 //!    `gate` of it is compute-bound and is left alone (no moves at all).
 //! 3. **Targets**: a chunk accessed mostly (`private_share`) from one node is *private* and
-//!    belongs on that node; any other chunk is *shared* and is spread over the memory nodes
+//!    belongs on that node; so is a *mixed* chunk whose top node's share is confidently
+//!    (Wilson bound) above an even share by `mixed_home` and steady from one cycle to the
+//!    next. Any other chunk is *shared* and is spread over the memory nodes
 //!    in proportion to their bandwidth (weighted interleave). On a machine whose local
 //!    bandwidth is close to remote (`home_moves = auto`), private chunks are spread too: home
 //!    buys little latency there, and a node full of private chunks becomes a hot spot.
 //! 4. **Home share** ([`home`], [`closed`]): how much of each private chunk goes to its
 //!    node (100% down to 40%, the rest spread evenly), from a closed model of the threads
 //!    calibrated on the measured access rates and sampled latencies: where a node's local path
-//!    saturates, part of its data served from the other nodes adds their bandwidth.
+//!    saturates, part of its data served from the other nodes adds their bandwidth. The
+//!    first move of data off a hot spot, before the model has evidence, hedges
+//!    ([`first_home_share`]): midway between 100% and what the local path carries.
 //! 5. **Load check** ([`model`]): a loaded-latency model of each memory controller (idle
 //!    latency x queueing factor at the predicted utilisation) decides, per candidate move,
 //!    the predicted saving in access time over a horizon (`horizon_s`, shortened for a chunk
@@ -40,9 +44,10 @@
 //! 7. **Quick start, quiet mode**: the first `start_cycles` cycles last `start_cycle_ms` and
 //!    take one sample every `start_period` accesses, so that data a master thread
 //!    first-touched on one node is seen whole and moved after 25 ms rather than 100 ms (not
-//!    where ptb spreads new pages itself). After `quiet_after` cycles without moves the
-//!    sampling period grows (4x) to cut overhead; it returns to normal as soon as moves are
-//!    needed again.
+//!    where ptb spreads new pages itself). Quick cycles come back at a new phase (the
+//!    traffic more than doubles, or most evidence loses its dominant user: [`PHASE_SHIFT`]).
+//!    After `quiet_after` cycles without moves (and not under the gate) the sampling period
+//!    grows (4x) to cut overhead; it returns to normal as soon as moves are needed again.
 //! 8. **Link-aware spreading** ([`spread`]): where the machine's links differ in width, the
 //!    spread weights come from a small LP that balances controllers and directed links for
 //!    where the shared accesses come from, instead of from node bandwidth alone.
@@ -122,10 +127,10 @@ pub fn first_home_share(m: &ptb_topology::Machine) -> u8 {
         .unwrap_or(100)
 }
 
-/// Share of the evidence on chunks whose top node changed, or whose top share fell by more
-/// than a quarter, in one cycle ([`chunks::ChunkTable::shifted_share`]) above which the
-/// program is in a new phase (Metis pca: private means, then a covariance reading every
-/// block).
+/// Share of the evidence on chunks that lost their dominant user in one cycle (another top
+/// node, or a top share fallen by a quarter: [`chunks::ChunkTable::shifted_share`]) above
+/// which the program is in a new phase (Metis pca: private means, then a covariance reading
+/// every block).
 pub const PHASE_SHIFT: f64 = 0.5;
 
 /// The `ptb` policy.
@@ -141,7 +146,7 @@ pub struct Ptb {
     /// then piles up on one node).
     quick_start: bool,
     /// Cycles before this index are quick (`start_cycle_ms`, `start_period`): the first
-    /// `start_cycles`, and as many again after the memory traffic more than doubles.
+    /// `start_cycles`, and as many again at a new phase ([`Ptb::after_cycle`]).
     quick_until: u32,
     /// The previous cycle's memory traffic, as a share of machine bandwidth.
     last_demand: f64,
@@ -518,7 +523,8 @@ impl Ptb {
 }
 
 /// The node a chunk belongs on when it is private: at least `private_share` of its accesses
-/// come from one node, which has memory.
+/// come from one node, which has memory, or (a mixed chunk) that node's share is confidently
+/// at least `mixed_home` times an even share and steady.
 fn private_home(c: &chunks::ChunkState, p: &PtbParams, mem_nodes: &[NodeIdx]) -> Option<NodeIdx> {
     let (top, share) = c.top_node();
     let even = 1.0 / mem_nodes.len().max(1) as f64;
