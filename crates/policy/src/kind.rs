@@ -175,4 +175,40 @@ mod tests {
         assert!("nope".parse::<PolicySpec>().is_err());
         assert!("ptb+foo".parse::<PolicySpec>().is_err());
     }
+
+    /// Every documented default of `kind` set explicitly; defaults that are not values (such
+    /// as `from machine`) are left out.
+    fn documented(kind: PolicyKind) -> Params {
+        let mut p = Params::new();
+        for d in kind.params().iter().filter(|d| !d.default.contains(' ')) {
+            p.set_assignment(&format!("{}.{}={}", kind.name(), d.key, d.default)).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn documented_defaults_are_the_defaults_the_code_uses() {
+        for k in PolicyKind::ALL {
+            build(PolicySpec::plain(k), &documented(k)).unwrap_or_else(|e| panic!("{k}: {e}"));
+        }
+        let none = Params::new();
+        use crate::{asymsched, autonuma, ptb, ptb_classic, selective};
+        let d = documented(PolicyKind::Ptb);
+        assert_eq!(ptb::PtbParams::from_params(&d).unwrap(), ptb::PtbParams::from_params(&none).unwrap());
+        assert_eq!(ptb::PtbParams::from_params(&none).unwrap(), ptb::PtbParams::default());
+        let d = documented(PolicyKind::PtbClassic);
+        assert_eq!(
+            ptb_classic::PtbClassic::from_params(&d).unwrap().config(),
+            ptb_classic::PtbClassic::from_params(&none).unwrap().config()
+        );
+        let d = documented(PolicyKind::Asymsched);
+        assert_eq!(asymsched::Config::from_params(&d).unwrap(), asymsched::Config::from_params(&none).unwrap());
+        let d = documented(PolicyKind::Selective);
+        assert_eq!(selective::Config::from_params(&d).unwrap(), selective::Config::from_params(&none).unwrap());
+        let d = documented(PolicyKind::Autonuma);
+        assert_eq!(
+            format!("{:?}", autonuma::AutoNuma::from_params(&d).unwrap()),
+            format!("{:?}", autonuma::AutoNuma::from_params(&none).unwrap())
+        );
+    }
 }

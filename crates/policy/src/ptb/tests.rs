@@ -440,16 +440,6 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
 }
 
 #[test]
-fn documented_defaults_are_the_defaults() {
-    // Every parameter set to the default its documentation shows gives the default parameters.
-    let mut params = Params::new();
-    for d in PARAMS {
-        params.set_assignment(&format!("ptb.{}={}", d.key, d.default)).unwrap();
-    }
-    assert_eq!(PtbParams::from_params(&params).unwrap(), PtbParams::default());
-}
-
-#[test]
 fn quick_cycles_return_when_most_chunks_change_users() {
     // Private slices, then every thread reads every chunk (pca: means, then a covariance): the
     // traffic barely changes, but the chunks' users do.
