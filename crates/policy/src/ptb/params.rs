@@ -54,7 +54,7 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "start_cycles",
         default: "4",
-        doc: "cycles of start_cycle_ms at start, and again at a new phase: the memory traffic more than doubles, or half the evidence moves to other users (0: every cycle is cycle_ms)",
+        doc: "cycles of start_cycle_ms at start, and again at a new phase: the memory traffic more than doubles, or more than half the evidence sits on chunks that lost their dominant user (0: every cycle is cycle_ms)",
     },
     ParamDoc {
         key: "start_period",
