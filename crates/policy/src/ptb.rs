@@ -530,7 +530,7 @@ fn private_home(c: &chunks::ChunkState, p: &PtbParams, mem_nodes: &[NodeIdx]) ->
     let even = 1.0 / mem_nodes.len().max(1) as f64;
     // A share that fell by more than a quarter since the last cycle is a private phase ending
     // (its evidence decays through the mixed band), not a chunk that is mixed for good.
-    let steady = c.prev_top.0 == top && share as f32 >= 0.75 * c.prev_top.1;
+    let steady = !c.lost_top();
     let mixed = p.mixed_home > 0.0 && steady && wilson_lower(share, c.total(), 2.0) >= p.mixed_home * even;
     ((share >= p.private_share || mixed) && mem_nodes.contains(&top)).then_some(top)
 }

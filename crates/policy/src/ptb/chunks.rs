@@ -93,6 +93,13 @@ impl ChunkState {
         (NodeIdx::from_ix(i), if total > 0.0 { v / total } else { 0.0 })
     }
 
+    /// Whether the top node lost its hold since the last cycle: another node is on top now, or
+    /// its share fell by more than a quarter (a phase ending, whose evidence decays).
+    pub fn lost_top(&self) -> bool {
+        let (top, share) = self.top_node();
+        top != self.prev_top.0 || (share as f32) < 0.75 * self.prev_top.1
+    }
+
     /// Estimated accesses per second (steady state of the decayed sum).
     pub fn accesses_per_s(&self, period: u64, cycle: std::time::Duration) -> f64 {
         let secs = cycle.as_secs_f64().max(1e-6);
@@ -234,9 +241,8 @@ impl ChunkTable {
                 continue;
             }
             let t = c.total();
-            let (top, share) = c.top_node();
             all += t;
-            if c.prev_top.1 >= 0.5 && (top != c.prev_top.0 || (share as f32) < 0.75 * c.prev_top.1) {
+            if c.prev_top.1 >= 0.5 && c.lost_top() {
                 moved += t;
             }
         }
