@@ -94,10 +94,11 @@ impl ChunkState {
     }
 
     /// Whether the top node lost its hold since the last cycle: another node is on top now, or
-    /// its share fell by more than a quarter (a phase ending, whose evidence decays).
+    /// its share fell by more than a quarter (a phase ending, whose evidence decays). A chunk
+    /// first seen this cycle has lost nothing.
     pub fn lost_top(&self) -> bool {
         let (top, share) = self.top_node();
-        top != self.prev_top.0 || (share as f32) < 0.75 * self.prev_top.1
+        self.prev_top.1 > 0.0 && (top != self.prev_top.0 || (share as f32) < 0.75 * self.prev_top.1)
     }
 
     /// Estimated accesses per second (steady state of the decayed sum).

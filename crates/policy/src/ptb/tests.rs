@@ -363,6 +363,10 @@ fn a_mixed_chunk_is_private_only_when_its_top_share_is_confidently_above_even() 
     assert_eq!(private_home(&ending, &p, &nodes), None);
     ending.prev_top = (NodeIdx(0), 0.6);
     assert_eq!(private_home(&ending, &p, &nodes), Some(NodeIdx(0)), "steady at 56%");
+    // Seen for the first time, no fall has been seen, whichever node is on top.
+    let first = chunk([3.0, 4.0, 3.0, 34.0, 4.0, 4.0, 4.0, 4.0]);
+    assert_eq!(first.prev_top.1, 0.0);
+    assert_eq!(private_home(&first, &p, &nodes), Some(NodeIdx(3)));
     // A uniform chunk's top node, even with plenty of samples, is not a home.
     let uniform = chunk([11.0, 8.0, 7.0, 8.0, 9.0, 7.0, 8.0, 6.0]);
     assert_eq!(private_home(&uniform, &p, &nodes), None);
