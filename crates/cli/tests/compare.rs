@@ -25,9 +25,18 @@ fn compare_prints_a_simulated_table_with_the_oracle() {
     let out = ptb().args(TINY).assert().success().get_output().stdout.clone();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("SIMULATED"), "{text}");
-    for want in
-        ["canneal", "first-touch", "interleave", "oracle", "geometric mean", "worst", "oracle share", "not a proof"]
-    {
+    for want in [
+        "canneal",
+        "first-touch",
+        "interleave",
+        "oracle",
+        "oracle-moved",
+        "geometric mean",
+        "worst",
+        "oracle share",
+        "not a proof",
+        "one migration",
+    ] {
         assert!(text.contains(want), "missing {want}: {text}");
     }
 }
@@ -41,6 +50,12 @@ fn compare_json_has_results_oracle_and_summary_and_the_oracle_wins() {
     let rt = |p: &str| results.iter().find(|r| r["policy"] == p).unwrap()["runtime_s"].as_f64().unwrap();
     assert!(rt("oracle") <= rt("first-touch"));
     assert!(rt("oracle") <= rt("interleave") * (1.0 + 1e-6));
+    // The oracle's placement reached by migration: slower than the oracle, never slower than
+    // leaving first touch alone.
+    assert!(rt("oracle-moved") >= rt("oracle") && rt("oracle-moved") <= rt("first-touch"));
+    let moved = results.iter().find(|r| r["policy"] == "oracle-moved").unwrap();
+    assert_eq!(moved["oracle_delay_ms"], 25);
+    assert!(v["summary"]["policies"].as_array().unwrap().iter().any(|p| p == "oracle-moved"));
     let per = v["summary"]["per_policy"].as_array().unwrap();
     let il = per.iter().find(|p| p["policy"] == "interleave").unwrap();
     let sp = results.iter().find(|r| r["policy"] == "interleave").unwrap()["speedup_vs_first_touch"].as_f64().unwrap();
@@ -142,4 +157,14 @@ fn report_summarises_a_recorded_trace() {
     let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
     assert!(html.contains("measured") && !html.contains("(simulated)"), "{html}");
     assert!(out_dir.join("access-recorded_pids__42_-recorded.png").exists());
+}
+
+#[test]
+fn compare_rejects_a_zero_oracle_delay_and_no_oracle_drops_both_columns() {
+    let out = ptb().args(TINY).arg("--oracle-delay-ms=0").assert().failure().get_output().stderr.clone();
+    let err = String::from_utf8(out).unwrap();
+    assert!(err.contains("--oracle-delay-ms"), "{err}");
+    let out = ptb().args(TINY).args(["--no-oracle", "--json"]).assert().success().get_output().stdout.clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["policy"] != "oracle" && r["policy"] != "oracle-moved"));
 }

@@ -20,6 +20,7 @@
 
 pub mod demand;
 pub mod lp;
+pub mod moved;
 pub mod threads;
 
 use demand::Demand;
@@ -48,6 +49,18 @@ pub struct OracleResult {
     /// Label of the candidate that won.
     pub winner: String,
     pub candidates: Vec<Candidate>,
+    /// The static placements that ran, fastest first (for [`moved::reach`]).
+    pub placements: Vec<StaticCandidate>,
+}
+
+/// A static placement the search ran: thread targets (empty = the default spread) and, per
+/// object, the node fractions of its equal page groups (empty = first touch).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StaticCandidate {
+    pub label: String,
+    pub threads: Vec<ThreadTarget>,
+    pub groups: Vec<Vec<Vec<f64>>>,
+    pub runtime_s: f64,
 }
 
 /// How hard to search.
@@ -132,10 +145,12 @@ pub fn search_with(sim: &Simulation, opts: &OracleOptions, runs: &[RunResult]) -
     }
     let mut best: Option<(RunResult, String)> = None;
     let mut tried = Vec::new();
+    let mut placements = Vec::new();
     for (label, threads, groups) in cands {
         match sim.run_static_groups(&label, &threads, &groups) {
             Ok(r) => {
                 tried.push(Candidate { label: label.clone(), runtime_s: r.runtime_s, failed: None });
+                placements.push(StaticCandidate { label: label.clone(), threads, groups, runtime_s: r.runtime_s });
                 if best.as_ref().is_none_or(|b| r.runtime_s < b.0.runtime_s) {
                     best = Some((r, label));
                 }
@@ -156,7 +171,8 @@ pub fn search_with(sim: &Simulation, opts: &OracleOptions, runs: &[RunResult]) -
     // A static placement: no policy code ran for it.
     r.decision_ms = 0.0;
     r.cycles = 0;
-    Ok(OracleResult { best: r, winner, candidates: tried })
+    placements.sort_by(|a, b| a.runtime_s.total_cmp(&b.runtime_s));
+    Ok(OracleResult { best: r, winner, candidates: tried, placements })
 }
 
 /// Each fine group on the node that accesses it most (locality only); with `shared` weights,

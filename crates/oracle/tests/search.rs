@@ -83,3 +83,26 @@ fn private_slices_stay_apart_and_uniform_objects_merge() {
         }
     }
 }
+
+#[test]
+fn oracle_moved_pays_for_its_moves_and_sits_between_the_oracle_and_first_touch() {
+    use std::time::Duration;
+    for w in ["canneal", "cg"] {
+        let s = sim(w);
+        let o = ptb_oracle::search(&s, &ptb_oracle::OracleOptions::default()).unwrap();
+        assert!(o.placements.windows(2).all(|p| p[0].runtime_s <= p[1].runtime_s), "{w}: not fastest first");
+        let ft = s.first_touch().unwrap();
+        let m = ptb_oracle::moved::reach(&s, &o, Duration::from_millis(25), 3).unwrap();
+        assert_eq!(m.best.policy, "oracle-moved");
+        // Master-initialised data: the oracle gains, so reaching its placement moves pages and
+        // costs something the oracle does not pay.
+        assert!(o.best.speedup_vs_first_touch.unwrap() > 1.1, "{w}: {:?}", o.best.speedup_vs_first_touch);
+        assert_ne!(m.winner, "first-touch", "{w}");
+        assert!(m.best.pages_migrated > 0 && m.best.page_migration_s > 0.0, "{w}");
+        assert!(m.best.runtime_s > o.best.runtime_s, "{w}: {} <= {}", m.best.runtime_s, o.best.runtime_s);
+        assert!(m.best.runtime_s < ft.runtime_s, "{w}");
+        // Moving later leaves the program longer on first touch.
+        let late = ptb_oracle::moved::reach(&s, &o, Duration::from_millis(200), 3).unwrap();
+        assert!(late.best.runtime_s > m.best.runtime_s, "{w}: {} <= {}", late.best.runtime_s, m.best.runtime_s);
+    }
+}

@@ -214,17 +214,12 @@ impl Simulation {
         if let Some(n) = (0..nn).find(|&n| f[n] > 0.0 && !self.is_mem_allowed(n)) {
             return Err(bad(format!("{what}: node {n} is not an allowed memory node")));
         }
-        let total: f64 = f.iter().sum();
-        let mut cur = vec![0.0; nn];
+        let mut rr = FractionRr::new(f);
         for p in pages {
             if run.objs[o].get(p).is_some() {
                 continue;
             }
-            for n in 0..nn {
-                cur[n] += f[n] / total;
-            }
-            let best = (0..nn).fold(0, |b, n| if cur[n] > cur[b] { n } else { b });
-            cur[best] -= 1.0;
+            let best = rr.next_node();
             if run.used_pages[best] >= run.cap_pages[best] {
                 return Err(bad(format!("object {o}: node {best} is full")));
             }
@@ -357,5 +352,53 @@ impl Simulation {
         run.drive(None)?;
         let r = run.result(&pl.label);
         self.with_speedup(r)
+    }
+}
+
+/// Smooth weighted round-robin over nodes: each next page goes to the node furthest behind its
+/// share, so every prefix of the pages follows the fractions as closely as whole pages can.
+/// The fractions are one non-negative number per node (dense index), not all 0.
+#[derive(Clone, Debug)]
+pub struct FractionRr {
+    share: Vec<f64>,
+    cur: Vec<f64>,
+}
+
+impl FractionRr {
+    pub fn new(f: &[f64]) -> FractionRr {
+        let total: f64 = f.iter().filter(|x| x.is_finite() && **x > 0.0).sum();
+        let share = f.iter().map(|&x| if x.is_finite() && x > 0.0 && total > 0.0 { x / total } else { 0.0 }).collect();
+        FractionRr { share, cur: vec![0.0; f.len()] }
+    }
+
+    /// The node of the next page (0 when there are no nodes).
+    pub fn next_node(&mut self) -> usize {
+        for (c, s) in self.cur.iter_mut().zip(&self.share) {
+            *c += s;
+        }
+        let best = (0..self.cur.len()).fold(0, |b, n| if self.cur[n] > self.cur[b] { n } else { b });
+        if let Some(c) = self.cur.get_mut(best) {
+            *c -= 1.0;
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod fraction_rr_tests {
+    use super::FractionRr;
+
+    #[test]
+    fn every_prefix_follows_the_fractions_within_a_page() {
+        let f = [0.6, 0.0, 0.3, 0.1];
+        let mut rr = FractionRr::new(&f);
+        let mut got = [0usize; 4];
+        for i in 1..=1000 {
+            got[rr.next_node()] += 1;
+            for n in 0..4 {
+                assert!((got[n] as f64 - f[n] * i as f64).abs() <= 1.0, "node {n} after {i} pages: {}", got[n]);
+            }
+        }
+        assert_eq!(got[1], 0);
     }
 }

@@ -41,9 +41,13 @@ pub struct Args {
     /// Worker threads (default: the CPUs available).
     #[arg(long)]
     jobs: Option<usize>,
-    /// Skip the oracle column.
+    /// Skip the oracle columns (`oracle` and `oracle-moved`).
     #[arg(long)]
     no_oracle: bool,
+    /// When `oracle-moved` moves the pages from where first touch put them to the oracle's
+    /// placements, in milliseconds after the start (ptb's first decision is at 25).
+    #[arg(long, default_value_t = 25, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    oracle_delay_ms: u64,
     /// Multiply every phase's work (shorter or longer runs).
     #[arg(long, default_value_t = 1.0)]
     duration_scale: f64,
@@ -116,6 +120,9 @@ impl Policy for Recorder {
     }
 }
 
+/// How many of the oracle's fastest static placements `oracle-moved` tries to reach.
+const MOVED_CANDIDATES: usize = 3;
+
 /// One (workload, seed) job.
 struct Job {
     mix: String,
@@ -160,6 +167,15 @@ fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
         rec.extra.insert("note".into(), Value::String("bound found by search, not a proof".into()));
         out.push(rec);
         bar.inc(1);
+        bar.set_message(format!("{} / {}", job.mix, ptb_oracle::moved::ORACLE_MOVED));
+        let m = ptb_oracle::moved::reach(&sim, &o, a.oracle_delay, MOVED_CANDIDATES)
+            .with_context(|| format!("oracle placement reached by migration for `{}`", job.mix))?;
+        let mut rec = RunRecord::from_serialize(&m.best)?;
+        rec.extra.insert("oracle_winner".into(), Value::String(m.winner));
+        rec.extra.insert("oracle_delay_ms".into(), json!(a.oracle_delay.as_millis() as u64));
+        rec.extra.insert("note".into(), Value::String(report::model::ORACLE_MOVED_NOTE.into()));
+        out.push(rec);
+        bar.inc(1);
     }
     Ok(out)
 }
@@ -172,6 +188,7 @@ struct Setup {
     threads: Option<usize>,
     duration_scale: f64,
     oracle: bool,
+    oracle_delay: std::time::Duration,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -215,8 +232,9 @@ pub fn run(args: Args) -> Result<()> {
         threads: args.threads,
         duration_scale: args.duration_scale,
         oracle: !args.no_oracle,
+        oracle_delay: std::time::Duration::from_millis(args.oracle_delay_ms),
     };
-    let per_job = policies.len() as u64 + u64::from(setup.oracle);
+    let per_job = policies.len() as u64 + 2 * u64::from(setup.oracle);
     let bar = ProgressBar::new(jobs.len() as u64 * per_job);
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  {msg}")
@@ -265,6 +283,7 @@ pub fn run(args: Args) -> Result<()> {
     doc.extra.insert("policies".into(), json!(policies.iter().map(|p| p.to_string()).collect::<Vec<_>>()));
     if setup.oracle {
         doc.extra.insert("oracle_note".into(), json!(report::model::ORACLE_NOTE));
+        doc.extra.insert("oracle_moved_note".into(), json!(report::model::ORACLE_MOVED_NOTE));
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);

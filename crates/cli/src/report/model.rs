@@ -13,6 +13,9 @@ pub const ORACLE: &str = "oracle";
 pub const ORACLE_NOTE: &str =
     "oracle = best static placement found by search with full knowledge (a bound found by search, not a proof)";
 
+/// How the oracle's placement reached by migration is labelled wherever it appears.
+pub const ORACLE_MOVED_NOTE: &str = "oracle-moved = the oracle's placement reached from first touch by one migration after --oracle-delay-ms (25 ms unless set), charged like any policy's (the start cost full knowledge cannot avoid; also a bound found by search)";
+
 /// The node x node access map of a run (row: node of the accessing CPU, column: node of the
 /// memory; shares of all accesses).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

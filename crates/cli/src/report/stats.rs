@@ -146,6 +146,9 @@ impl Summary {
         if oracle_col.is_some() {
             notes.push(crate::report::model::ORACLE_NOTE.to_string());
         }
+        if policies.iter().any(|p| p == ptb_oracle::moved::ORACLE_MOVED) {
+            notes.push(crate::report::model::ORACLE_MOVED_NOTE.to_string());
+        }
         Summary { workloads, policies, seeds, cells, per_policy, notes }
     }
 
