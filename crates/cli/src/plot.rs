@@ -40,8 +40,9 @@ pub fn viridis(t: f64) -> RGBColor {
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
-/// Ten distinct series colours (Tableau 10).
-pub(crate) const PALETTE: [RGBColor; 10] = [
+/// Twelve distinct series colours (Tableau 10, then a dark indigo and black): every policy
+/// and both oracle columns of `ptb compare` get their own.
+pub(crate) const PALETTE: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -52,6 +53,8 @@ pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(57, 59, 121),
+    RGBColor(0, 0, 0),
 ];
 
 /// A number with as many decimals as its size deserves.
@@ -313,7 +316,7 @@ impl Bars<'_> {
                 let x = gx + i as i32 * self.bar_w;
                 let y = self.y(v);
                 let (y0, y1) = (y.min(zero), y.max(zero));
-                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1)], PALETTE[i % 10].filled()))
+                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1)], PALETTE[i % PALETTE.len()].filled()))
                     .map_err(de)?;
                 if show_values {
                     let vs = text_style(10.0, &BLACK, HPos::Center, if v >= 0.0 { VPos::Bottom } else { VPos::Top });
@@ -331,7 +334,8 @@ impl Bars<'_> {
         let ls = text_style(13.0, &BLACK, HPos::Left, VPos::Center);
         for (i, (name, _)) in self.series.iter().enumerate() {
             let y = self.top + 10 + i as i32 * 22;
-            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % 10].filled())).map_err(de)?;
+            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % PALETTE.len()].filled()))
+                .map_err(de)?;
             a.draw_text(name, &ls, (lx + 20, y)).map_err(de)?;
         }
         Ok(())

@@ -142,7 +142,7 @@ impl Figure for SpeedupBars<'_> {
                     let (y0, y1) = (yv.min(y1), yv.max(y1));
                     a.draw(&Rectangle::new(
                         [(x + 1, y0), (x + self.bar_w - 1, y1.max(y0 + 1))],
-                        PALETTE[i % 10].filled(),
+                        PALETTE[i % PALETTE.len()].filled(),
                     ))
                     .map_err(de)?;
                     if sd > 0.0 {
@@ -163,7 +163,8 @@ impl Figure for SpeedupBars<'_> {
         let lx = right_max + 20;
         for (i, p) in self.s.policies.iter().enumerate() {
             let y = self.top + 10 + i as i32 * 22;
-            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % 10].filled())).map_err(de)?;
+            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % PALETTE.len()].filled()))
+                .map_err(de)?;
             a.draw_text(p, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, y)).map_err(de)?;
         }
         let note = if self.s.seeds > 1 { "bars: mean over seeds; whiskers: ± sd" } else { "one seed" };
@@ -447,7 +448,7 @@ impl Figure for LinesFig<'_> {
         )
         .map_err(de)?;
         for (k, (name, v)) in self.series.iter().enumerate() {
-            let c = PALETTE[k % 10];
+            let c = PALETTE[k % PALETTE.len()];
             let pts: Vec<(i32, i32)> = v.iter().enumerate().map(|(i, &y)| (px(i + 1), py(y as f64))).collect();
             a.draw(&PathElement::new(pts.clone(), c.stroke_width(2))).map_err(de)?;
             if pts.len() < 60 {
