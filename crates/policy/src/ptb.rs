@@ -34,7 +34,8 @@
 //!    the predicted saving in access time over a horizon (`horizon_s`, shortened for a chunk
 //!    whose target has alternated before to how long its past periods with a target of this
 //!    kind lasted: data whose accessors alternate with the program's phases must pay back
-//!    within the phase that wants it there); a move happens only when that
+//!    within the phase that wants it there; a one-cycle flicker between a node and spread is
+//!    noise, not a phase); a move happens only when that
 //!    saving exceeds its cost (per-page CPU time + copy) by `payback`. Private chunks whose
 //!    home would saturate are spread instead (congestion before locality).
 //! 6. **Hysteresis**: a chunk's target must be the same for `confirm` cycles before it
@@ -384,7 +385,7 @@ impl Ptb {
                 Some(top) if homes => Target::Node(top, self.home.pct),
                 _ => Target::Spread,
             };
-            let lasts_s = c.observe_target(want, snap.now.as_secs_f64());
+            let lasts_s = c.observe_target(want, snap.now.as_secs_f64(), p.confirm);
             if c.placed == Some(want) {
                 c.pending = None;
                 continue;

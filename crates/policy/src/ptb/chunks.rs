@@ -48,10 +48,14 @@ pub struct ChunkState {
     pub placed: Option<Target>,
     /// Target seen in the last cycles and for how many cycles in a row.
     pub pending: Option<(Target, u32)>,
-    /// The target the evidence pointed to last cycle, and since when (seconds of
-    /// management) the chunk has had a target of that node.
+    /// The target of the chunk's current period, and since when (seconds of management) the
+    /// chunk has had a target of that node.
     pub last_want: Option<Target>,
     pub since_s: f64,
+    /// Another node (or spread) seen since: since when, and for how many cycles in a row.
+    /// It starts a new period only once it has held `confirm` cycles; a shorter flicker is
+    /// sampling noise and the current period goes on.
+    pub flip: Option<(Target, f64, u32)>,
     /// Total seconds and number of past periods with a node target [0] and a spread target [1].
     pub held_s: [f32; 2],
     pub held_n: [u16; 2],
@@ -71,6 +75,7 @@ impl ChunkState {
             pending: None,
             last_want: None,
             since_s: 0.0,
+            flip: None,
             held_s: [0.0; 2],
             held_n: [0; 2],
             prev_top: (NodeIdx(0), 0.0),
@@ -113,25 +118,50 @@ impl ChunkState {
     /// this kind and the current period so far. A chunk whose accessors alternate with the
     /// program's phases thus gets the length of the phase that wants this target as its
     /// horizon: a move toward the placement of a short phase must pay back within it, while
-    /// the placement of the long phase is still taken.
-    pub fn observe_target(&mut self, want: Target, now_s: f64) -> f64 {
+    /// the placement of the long phase is still taken. Another node on top ends a period at
+    /// once (another user); between a node and spread, the new target must hold `confirm`
+    /// cycles in a row (the new period then dates from its first cycle): a chunk near the
+    /// mixed threshold whose target flickers for a cycle with sampling noise keeps its period,
+    /// and its horizon, rather than counting a string of short "phases".
+    pub fn observe_target(&mut self, want: Target, now_s: f64, confirm: u32) -> f64 {
         let kind = |t: Target| usize::from(matches!(t, Target::Spread));
+        let mut since = self.since_s;
         match self.last_want {
-            None => self.since_s = now_s,
-            Some(w) if w.node() != want.node() => {
-                let k = kind(w);
-                self.held_s[k] += (now_s - self.since_s).max(0.0) as f32;
-                self.held_n[k] = self.held_n[k].saturating_add(1);
+            None => {
+                self.last_want = Some(want);
                 self.since_s = now_s;
+                since = now_s;
             }
-            Some(_) => {}
+            Some(w) if w.node() == want.node() => {
+                self.last_want = Some(want);
+                self.flip = None;
+            }
+            Some(w) => {
+                let (t0, n) = match self.flip {
+                    Some((f, t0, n)) if f.node() == want.node() => (t0, n.saturating_add(1)),
+                    _ => (now_s, 1),
+                };
+                since = t0;
+                // Another node on top is another user: a new period at once. Between a
+                // node and spread (the same user near the mixed threshold), wait.
+                let other_node = w.node().is_some() && want.node().is_some();
+                if other_node || n >= confirm.max(1) {
+                    let k = kind(w);
+                    self.held_s[k] += (t0 - self.since_s).max(0.0) as f32;
+                    self.held_n[k] = self.held_n[k].saturating_add(1);
+                    self.last_want = Some(want);
+                    self.since_s = t0;
+                    self.flip = None;
+                } else {
+                    self.flip = Some((want, t0, n));
+                }
+            }
         }
-        self.last_want = Some(want);
         let k = kind(want);
         if self.held_n[k] == 0 {
             f64::INFINITY
         } else {
-            (self.held_s[k] as f64 / self.held_n[k] as f64).max(now_s - self.since_s)
+            (self.held_s[k] as f64 / self.held_n[k] as f64).max(now_s - since)
         }
     }
 

@@ -289,16 +289,24 @@ fn private_chunks_are_spread_instead_where_home_moves_are_off() {
 #[test]
 fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
     let w = world(2048, 0);
+    let node = Target::Node(NodeIdx(1), 100);
     let mut c = ChunkState::new(4, 0.0);
-    assert_eq!(c.observe_target(Target::Node(NodeIdx(1), 100), 0.0), f64::INFINITY);
-    assert_eq!(c.observe_target(Target::Node(NodeIdx(1), 100), 0.1), f64::INFINITY, "no change yet");
+    assert_eq!(c.observe_target(node, 0.0, 1), f64::INFINITY);
+    assert_eq!(c.observe_target(node, 0.1, 1), f64::INFINITY, "no change yet");
     // First time spread: nothing known about how long spread periods last.
-    assert_eq!(c.observe_target(Target::Spread, 0.2), f64::INFINITY);
+    assert_eq!(c.observe_target(Target::Spread, 0.2, 1), f64::INFINITY);
     // Back to a node: node periods have lasted 0.2 s so far.
-    assert!((c.observe_target(Target::Node(NodeIdx(1), 100), 0.4) - 0.2).abs() < 1e-6);
+    assert!((c.observe_target(node, 0.4, 1) - 0.2).abs() < 1e-6);
     // Spread again: the one spread period lasted 0.2 s; a long current period counts too.
-    assert!((c.observe_target(Target::Spread, 0.5) - 0.2).abs() < 1e-6);
-    assert!((c.observe_target(Target::Spread, 1.5) - 1.0).abs() < 1e-6);
+    assert!((c.observe_target(Target::Spread, 0.5, 1) - 0.2).abs() < 1e-6);
+    assert!((c.observe_target(Target::Spread, 1.5, 1) - 1.0).abs() < 1e-6);
+    // With confirm = 2 the same sequence needs two cycles of a new target to end a period;
+    // a new period then dates from the first of them.
+    let mut c = ChunkState::new(4, 0.0);
+    c.observe_target(node, 0.0, 2);
+    assert_eq!(c.observe_target(Target::Spread, 0.2, 2), f64::INFINITY);
+    assert_eq!(c.observe_target(Target::Spread, 0.3, 2), f64::INFINITY);
+    assert!((c.observe_target(node, 0.5, 2) - 0.2).abs() < 1e-6, "node period 0.0-0.2");
     // In a run, confirmation and the short horizon together: slices that flip between
     // private and all-shared every cycle never move, while the same private slices held
     // steady do.
@@ -309,6 +317,35 @@ fn a_chunk_whose_accessors_alternate_gets_a_short_horizon() {
     let mut p = mk();
     let steady: usize = (0..12).map(|_| p.decide(&snap(&w, &a, 512)).ranges.len()).sum();
     assert_eq!((flip, steady), (0, 3));
+}
+
+#[test]
+fn a_one_cycle_flicker_of_the_target_does_not_cut_the_horizon() {
+    // A chunk near the mixed threshold: its target flickers to spread for one cycle at a
+    // time with sampling noise. Those are not phases: the node period goes on and the
+    // horizon grows with it (the old rule counted each flicker, and the horizon stayed at
+    // the 0.05 s between them, so the chunk never paid back a move home).
+    let node = Target::Node(NodeIdx(1), 100);
+    let mut c = ChunkState::new(4, 0.0);
+    let mut t = 0.0;
+    let mut last = 0.0;
+    for i in 0..40 {
+        let want = if i % 3 == 2 { Target::Spread } else { node };
+        last = c.observe_target(want, t, 2);
+        t += 0.025;
+    }
+    assert_eq!(c.held_n, [0, 0], "no period ended");
+    assert_eq!(last, f64::INFINITY, "the node period is still the first");
+    // Two spread cycles in a row are a period: the node period ends where spread began.
+    c.observe_target(Target::Spread, t + 0.025, 2);
+    c.observe_target(Target::Spread, t + 0.05, 2);
+    assert_eq!(c.held_n, [1, 0]);
+    assert!((c.held_s[0] as f64 - (t + 0.025)).abs() < 1e-4, "{}", c.held_s[0]);
+    // Another node on top is another user: its period starts at once.
+    c.observe_target(node, t + 0.075, 2);
+    c.observe_target(node, t + 0.1, 2);
+    c.observe_target(Target::Node(NodeIdx(2), 100), t + 0.125, 2);
+    assert_eq!(c.held_n, [2, 1], "spread and the node-1 period both ended");
 }
 
 #[test]
