@@ -364,9 +364,14 @@ impl Ptb {
             let pct = self.home.update(predicted.as_deref(), self.p.decay, self.p.home_confirm);
             stats.insert("home_pct".into(), f64::from(pct));
         }
+        // Where a chunk's pages are now (sampled homes, else the region's residency).
+        let shares_now =
+            |c: &chunks::ChunkState, r: &chunks::Range| model::current_shares(c, &model::resident_shares(snap, r, nn));
         let mut cands: Vec<Cand> = Vec::new();
         for key in keys {
             let range = self.table.range_of(key, snap.regions);
+            // Computed by the hedge's check, then reused by the candidate below.
+            let mut from_now: Option<Vec<f64>> = None;
             let Some(c) = self.table.get_mut(key) else { continue };
             if c.total() < p.min_samples {
                 continue;
@@ -376,10 +381,8 @@ impl Ptb {
                 // the home-share model has seen the program anywhere but there: hedge. Not for
                 // data already at home (threads that first-touched their own slices).
                 Some(top) if homes && self.home.updates <= 1 && c.placed.is_none() => {
-                    let off_hot_spot = range.as_ref().is_some_and(|r| {
-                        let from = model::current_shares(c, &model::resident_shares(snap, r, nn));
-                        from[top.ix()] < 0.5 && hot_spot(&from)
-                    });
+                    from_now = range.as_ref().map(|r| shares_now(c, r));
+                    let off_hot_spot = from_now.as_ref().is_some_and(|from| from[top.ix()] < 0.5 && hot_spot(from));
                     Target::Node(top, if off_hot_spot { self.home.pct.min(first_home) } else { self.home.pct })
                 }
                 Some(top) if homes => Target::Node(top, self.home.pct),
@@ -403,7 +406,7 @@ impl Ptb {
             if unconfirmed && p.urgent_s <= 0.0 {
                 continue;
             }
-            let from = model::current_shares(c, &model::resident_shares(snap, &range, nn));
+            let from = from_now.unwrap_or_else(|| shares_now(c, &range));
             let to = model::target_shares(want, &weights, nn);
             let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
             if off <= p.tolerance {
