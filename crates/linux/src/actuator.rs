@@ -135,13 +135,7 @@ fn move_batch(pid: u32, addrs: &[u64], nodes: &[i32]) -> MoveCounts {
 
 use crate::pagemove::failure_name;
 
-/// A failure that may pass by the next cycle: the page was not present (swapped, or under a
-/// protection such as a NUMA hinting fault: some kernels answer ENOENT for those, e.g.
-/// Debian's 6.1 in the VM tests, while 6.12 migrates them),
-/// busy, or left in place by the kernel for a transient reason.
-fn may_pass(status: i32) -> bool {
-    status >= 0 || status == -libc::ENOENT || status == -libc::EBUSY || status == -libc::EAGAIN
-}
+use crate::pagemove::may_pass;
 
 /// Pages retried this many cycles after a failure that may pass are given up.
 const RETRY_CYCLES: u8 = 3;
@@ -475,8 +469,8 @@ impl Actuator for LinuxActuator {
         for p in &plan.pages {
             asks.entry(p.page.app).or_default().push(Ask { vpn: p.page.vpn, node: self.kernel_node(p.to) });
         }
-        // Where no huge page is in use on the machine (/proc/meminfo), nothing is looked up.
-        let huge_in_use = thp::any_huge_pages(&self.root);
+        // Where no process can hold huge pages, nothing is looked up.
+        let huge_in_use = thp::huge_pages_possible(&self.root);
         let mut backings: BTreeMap<u32, Box<dyn PageBacking>> = BTreeMap::new();
         let root = self.root.clone();
         let backing = |pid: u32| -> Box<dyn PageBacking> {
@@ -678,7 +672,7 @@ mod tests {
                 asks: (64..67).map(|vpn| Ask { vpn, node: 1 }).collect(),
             },
             before: vec![0, 0, 0, 0, 0, 0, 1, 1],
-            probe: 64,
+            probes: vec![64],
         };
         let mut work = vec![Prepared { pid: 1, base, huge: vec![huge.clone()], ..Default::default() }];
         let room = BTreeMap::from([(0, 2u64), (1, 100u64)]);

@@ -122,10 +122,13 @@ impl LiveBacking {
             if n < 2 {
                 continue;
             }
-            let blocks = (hi / n).saturating_sub(lo.div_ceil(n)) as usize;
+            let blocks = (hi.div_ceil(n) - lo / n) as usize;
             if self.exact() && blocks <= left {
                 left -= blocks;
-                for b in lo.div_ceil(n)..hi / n {
+                for b in lo / n..hi.div_ceil(n) {
+                    if out.last().is_some_and(|x: &(u64, u64, u64)| x.0 == b * n) {
+                        continue; // the block was found from the mapping before
+                    }
                     if self.unit_of(b * n).is_some_and(|u| u.known) {
                         out.push((b * n, b * n + n, n));
                     }
@@ -172,9 +175,8 @@ impl LiveBacking {
 
 impl PageBacking for LiveBacking {
     fn unit_of(&mut self, vpn: u64) -> Option<Unit> {
-        let m = self.vma_of(vpn)?;
         let ps = self.page_size;
-        if m.kernel_page_kb * 1024 > ps {
+        if let Some(m) = self.vma_of(vpn).filter(|m| m.kernel_page_kb * 1024 > ps) {
             let pages = m.kernel_page_kb * 1024 / ps;
             return Some(Unit { head: vpn / pages * pages, pages, known: true });
         }
@@ -182,23 +184,42 @@ impl PageBacking for LiveBacking {
         if n < 2 {
             return None;
         }
-        let head = vpn / n * n;
-        // Only blocks wholly inside the mapping can be one huge page.
-        if head.checked_mul(ps)? < m.start || (head + n).checked_mul(ps)? > m.end {
-            return None;
-        }
-        let pmd_now = m.pmd_mapped_kb() > 0;
-        if let Some(u) = self.cache.get(&(vpn / n)) {
+        let block = vpn / n;
+        if let Some(u) = self.cache.get(&block) {
             return *u;
         }
-        let u = match self.frames_say_huge(head, n) {
+        let u = self.classify(block);
+        self.cache.insert(block, u);
+        u
+    }
+}
+
+impl LiveBacking {
+    /// Is block `block` (base pages `[block * n, (block + 1) * n)`) one transparent huge page?
+    fn classify(&self, block: u64) -> Option<Unit> {
+        let (n, ps) = (self.thp_pages, self.page_size);
+        let head = block.checked_mul(n)?;
+        let (lo, hi) = (head.checked_mul(ps)?, (head + n).checked_mul(ps)?);
+        // Mappings that may hold huge pages and overlap the block. A huge page may span several
+        // mappings (a program that mprotects part of it splits the mapping, not the page).
+        let i = self.vmas.partition_point(|m| m.end <= lo);
+        let overlapping = self.vmas[i..].iter().take_while(|m| m.start < hi);
+        let mut any = false;
+        let mut whole_pmd = false;
+        for m in overlapping {
+            any = true;
+            whole_pmd |= m.start <= lo && hi <= m.end && m.pmd_mapped_kb() > 0;
+        }
+        if !any {
+            return None;
+        }
+        match self.frames_say_huge(head, n) {
             Some(true) => Some(Unit { head, pages: n, known: true }),
             Some(false) => None,
-            None if pmd_now => Some(Unit { head, pages: n, known: false }),
+            // Page frames hidden: PMD-mapped huge pages lie wholly inside one mapping.
+            None if whole_pmd => Some(Unit { head, pages: n, known: false }),
             None => None,
-        };
-        self.cache.insert(vpn / n, u);
-        u
+        }
     }
 }
 

@@ -75,10 +75,10 @@ const HUGE_BLOCKS_PER_CYCLE: usize = 16_384;
 
 /// Private anonymous regions of a process with resident pages per dense node, and which of
 /// their pages are huge-page backed ([`LiveBacking::huge_ranges`]; nothing is read where no
-/// huge page is in use on the machine).
+/// process can hold huge pages, see [`crate::thp::huge_pages_possible`]).
 pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, ProcError> {
     let maps = root.maps(pid)?;
-    let huge: Vec<(u64, u64, u64)> = if crate::thp::any_huge_pages(root) {
+    let huge: Vec<(u64, u64, u64)> = if crate::thp::huge_pages_possible(root) {
         LiveBacking::open(root, pid, m.page_size).huge_ranges(HUGE_BLOCKS_PER_CYCLE)
     } else {
         vec![]

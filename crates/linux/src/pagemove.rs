@@ -29,6 +29,8 @@ use std::collections::BTreeMap;
 
 /// The reason of a page asked for a node its huge page did not go to.
 pub const HUGE_PAGE: &str = "huge-page";
+/// The reason of a page of a huge page that the kernel split to migrate it and that stayed.
+pub const SPLIT: &str = "split";
 
 /// The kernel calls the pipeline makes (a fake kernel in tests).
 pub trait Kernel {
@@ -44,8 +46,10 @@ pub struct HugeWork {
     pub ask: HugeAsk,
     /// Node (or -errno) of each base page of the unit, in order.
     pub before: Vec<i32>,
-    /// The page whose move migrates the huge page.
-    pub probe: u64,
+    /// Pages whose move migrates the huge page, tried in turn while the kernel answers with
+    /// a reason that may pass (a page under a protection, busy): pages the plan asked first
+    /// (recently sampled, so likely accessible), then the head.
+    pub probes: Vec<u64>,
 }
 
 impl HugeWork {
@@ -97,6 +101,17 @@ impl Outcome {
     }
 }
 
+/// Probes tried per huge page and apply.
+pub const MAX_PROBES: usize = 3;
+
+/// A failure that may pass by the next try: the page was not present (swapped, or under a
+/// protection such as a NUMA hinting fault: some kernels answer ENOENT for those, e.g.
+/// Debian's 6.1 in the VM tests, while 6.12 migrates them), busy, or left in place by the
+/// kernel for a transient reason.
+pub fn may_pass(status: i32) -> bool {
+    status >= 0 || status == -libc::ENOENT || status == -libc::EBUSY || status == -libc::EAGAIN
+}
+
 /// The reason a page did not move, from its status.
 pub fn failure_name(status: i32) -> String {
     if status < 0 {
@@ -124,25 +139,32 @@ pub fn prepare(pid: u32, g: Grouped, k: &dyn Kernel) -> Prepared {
         let Unit { head, pages, known } = h.unit;
         let before = k.query(pid, &(head..head + pages).collect::<Vec<_>>());
         let at = |v: u64| before[(v - head) as usize];
-        let w = HugeWork { probe: head, before: before.clone(), ask: h };
+        let w = HugeWork { probes: vec![], before: before.clone(), ask: h };
         if w.to_move() == 0 {
             // The whole huge page is on its node (or nothing of it is present).
             p.outvoted.extend(w.ask.outvoted());
             continue;
         }
-        // A huge page's move takes it all, so any page of it migrates it. Where it is only
-        // assumed, the probe is an asked page that is not there yet: if the block turns out
-        // to be base pages, nothing the plan did not ask for has moved.
-        let probe = if known {
-            Some(head)
+        // A huge page's move takes it all, so any page of it migrates it: asked pages not
+        // there yet first. Where it is only assumed, only asked pages are used: if the block
+        // turns out to be base pages, nothing the plan did not ask for has moved.
+        let mut probes: Vec<u64> = w
+            .ask
+            .winners()
+            .filter(|a| at(a.vpn) >= 0 && at(a.vpn) != w.ask.node)
+            .map(|a| a.vpn)
+            .take(MAX_PROBES)
+            .collect();
+        if known && !probes.contains(&head) {
+            probes.truncate(MAX_PROBES - 1);
+            probes.push(head);
+        }
+        if probes.is_empty() {
+            // Assumed, and every page asked for the winner is there while others are not: not
+            // one huge page. Base pages, each to where it was asked.
+            p.base.extend(w.ask.asks.iter().filter(|a| at(a.vpn) != a.node));
         } else {
-            w.ask.winners().find(|a| at(a.vpn) >= 0 && at(a.vpn) != w.ask.node).map(|a| a.vpn)
-        };
-        match probe {
-            Some(probe) => p.huge.push(HugeWork { probe, ..w }),
-            // Every page asked for the winner is there while others are not: not one huge
-            // page. Base pages, each to where it was asked.
-            None => p.base.extend(w.ask.asks.iter().filter(|a| at(a.vpn) != a.node)),
+            p.huge.push(HugeWork { probes, ..w });
         }
     }
     p
@@ -153,9 +175,26 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
     let mut o = Outcome::default();
     let pid = p.pid;
     let mut entries: Vec<(u64, i32)> = p.base.iter().map(|a| (a.vpn, a.node)).collect();
-    entries.extend(p.huge.iter().map(|w| (w.probe, w.ask.node)));
+    entries.extend(p.huge.iter().map(|w| (w.probes[0], w.ask.node)));
     let status = k.move_pages(pid, &entries);
     let (base_st, huge_st) = status.split_at(p.base.len().min(status.len()));
+    // Per huge page: the probe used and the kernel's answer; a probe that failed for a reason
+    // that may pass gives way to the next one.
+    let mut huge_st: Vec<(u64, i32)> = p.huge.iter().zip(huge_st).map(|(w, s)| (w.probes[0], *s)).collect();
+    for attempt in 1..MAX_PROBES {
+        let again: Vec<usize> = (0..p.huge.len())
+            .filter(|&i| {
+                huge_st[i].1 != p.huge[i].ask.node && may_pass(huge_st[i].1) && attempt < p.huge[i].probes.len()
+            })
+            .collect();
+        if again.is_empty() {
+            break;
+        }
+        let moves: Vec<(u64, i32)> = again.iter().map(|&i| (p.huge[i].probes[attempt], p.huge[i].ask.node)).collect();
+        for (&i, st) in again.iter().zip(k.move_pages(pid, &moves)) {
+            huge_st[i] = (p.huge[i].probes[attempt], st);
+        }
+    }
     // Query every page the kernel says it put in place, and every page of each huge page.
     let mut check: Vec<u64> = p.base.iter().zip(base_st).filter(|(a, s)| **s == a.node).map(|(a, _)| a.vpn).collect();
     let n_base_check = check.len();
@@ -173,7 +212,8 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
         o.attempted.push((a.vpn, a.node));
         if *s != a.node {
             o.fail(a.vpn, a.node, failure_name(*s), 1, Some(*s));
-        } else if checked.next() == Some(&a.node) {
+        } else if checked.next().is_none_or(|x| *x == a.node || *x < 0) {
+            // On its node, or not visible to the query now: the kernel's status stands.
             o.pages_moved += 1;
         } else {
             // The kernel put it there, and something moved it on: the huge page it is part of.
@@ -186,34 +226,37 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
     }
     // Pages that were in place: still there, unless a huge page nobody knew of took them along.
     for (a, now) in p.stay.iter().zip(stay_after) {
-        if *now != a.node {
+        if *now >= 0 && *now != a.node {
             o.attempted.push((a.vpn, a.node));
             o.fail(a.vpn, a.node, HUGE_PAGE.into(), 1, None);
         }
     }
     // Huge pages.
     let mut second: Vec<Ask> = Vec::new();
-    for (w, s) in p.huge.iter().zip(huge_st) {
+    for (w, &(probe, s)) in p.huge.iter().zip(&huge_st) {
         let n = w.ask.unit.pages as usize;
         let (now, rest) = huge_after.split_at(n.min(huge_after.len()));
         huge_after = rest;
         let (head, node) = (w.ask.unit.head, w.ask.node);
         let winners = w.ask.winners().count() as u64;
-        if *s != node {
+        if s != node {
             o.huge.push((head, node, w.ask.unit.pages));
-            o.fail(head, node, failure_name(*s), winners.max(1), Some(*s));
+            o.fail(head, node, failure_name(s), winners.max(1), Some(s));
             for a in w.ask.outvoted() {
                 o.attempted.push((a.vpn, a.node));
                 o.fail(a.vpn, a.node, HUGE_PAGE.into(), 1, None);
             }
             continue;
         }
+        // Pages the query cannot see now (a page under a protection reads as ENOENT on some
+        // kernels) neither confirm nor contradict the move.
         let moving: Vec<usize> = (0..n).filter(|&i| w.before[i] >= 0 && w.before[i] != node).collect();
-        let followed = moving.iter().filter(|&&i| now.get(i) == Some(&node)).count();
-        let probe_i = (w.probe - head) as usize;
-        let others = moving.iter().filter(|&&i| i != probe_i).count();
-        let others_followed = moving.iter().filter(|&&i| i != probe_i && now.get(i) == Some(&node)).count();
-        let whole = followed == moving.len() && (w.ask.unit.known || others > 0);
+        let seen: Vec<usize> = moving.iter().copied().filter(|&i| now.get(i).is_some_and(|x| *x >= 0)).collect();
+        let followed = seen.iter().filter(|&&i| now[i] == node).count();
+        let probe_i = (probe - head) as usize;
+        let others = seen.iter().filter(|&&i| i != probe_i).count();
+        let others_followed = seen.iter().filter(|&&i| i != probe_i && now[i] == node).count();
+        let whole = followed == seen.len() && (w.ask.unit.known || others > 0);
         if whole {
             o.huge_pages_moved += 1;
             o.huge.push((head, node, w.ask.unit.pages));
@@ -222,13 +265,19 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
                 o.fail(a.vpn, a.node, HUGE_PAGE.into(), 1, None);
             }
         } else if w.ask.unit.known {
-            // The kernel split it to migrate it and left part behind: what moved counts as
-            // base pages, what the plan asked and did not move is retried.
+            // The kernel split it to migrate it (no free huge page on the node, for one) and
+            // left part behind: what moved counts as base pages; every page left behind is
+            // logged, and those the plan asked are failures, retried as the base pages they
+            // are now.
             o.huge.push((head, node, w.ask.unit.pages));
             o.pages_moved += followed as u64;
-            for a in w.ask.winners() {
-                if now.get((a.vpn - head) as usize) != Some(&node) {
-                    o.fail(a.vpn, node, "not-moved".into(), 1, Some(0));
+            let asked: std::collections::HashSet<u64> = w.ask.winners().map(|a| a.vpn).collect();
+            for &i in seen.iter().filter(|&&i| now[i] != node) {
+                let vpn = head + i as u64;
+                if asked.contains(&vpn) {
+                    o.fail(vpn, node, SPLIT.into(), 1, Some(0));
+                } else {
+                    o.failures.push((vpn, SPLIT.into()));
                 }
             }
             for a in w.ask.outvoted() {
@@ -238,14 +287,13 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
         } else {
             // Assumed, and only the probe moved (others_followed < others): base pages. The
             // probe counts; every other asked page goes where it was asked, on its own.
-            debug_assert!(others_followed < others || others == 0);
-            o.attempted.push((w.probe, node));
-            if now.get(probe_i) == Some(&node) {
+            o.attempted.push((probe, node));
+            if now.get(probe_i).is_none_or(|x| *x == node || *x < 0) {
                 o.pages_moved += 1;
             }
             o.pages_moved += others_followed as u64;
             second.extend(
-                w.ask.asks.iter().filter(|a| a.vpn != w.probe && now.get((a.vpn - head) as usize) != Some(&a.node)),
+                w.ask.asks.iter().filter(|a| a.vpn != probe && now.get((a.vpn - head) as usize) != Some(&a.node)),
             );
         }
     }
@@ -255,7 +303,7 @@ pub fn execute(p: Prepared, k: &dyn Kernel) -> Outcome {
         let after = k.query(pid, &second.iter().map(|a| a.vpn).collect::<Vec<_>>());
         for ((a, s), now) in second.iter().zip(&st).zip(&after) {
             o.attempted.push((a.vpn, a.node));
-            if *now == a.node {
+            if *s == a.node && (*now == a.node || *now < 0) {
                 o.pages_moved += 1;
             } else if *s != a.node {
                 o.fail(a.vpn, a.node, failure_name(*s), 1, Some(*s));

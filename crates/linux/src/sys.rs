@@ -230,13 +230,15 @@ impl AnonBuffer {
     pub fn with_huge_pages(len: usize, fill: u8) -> io::Result<Self> {
         let ps = page_size();
         let huge = crate::thp::pmd_size(&crate::procfs::ProcRoot::live(), ps).unwrap_or(2 << 20) as usize;
-        let total = len + huge;
+        // Whole huge pages around the buffer, so its last block can be one too.
+        let total = len.next_multiple_of(huge) + huge;
         let p = map_anon(total)?;
         let start = (p as usize).next_multiple_of(huge) as *mut u8;
-        // SAFETY: `start..start + len` lies inside our fresh mapping of `total` bytes (start is
-        // at most `huge - 1` bytes past `p`); advice and writes on it.
+        // SAFETY: `start..start + len` rounded up to whole huge pages lies inside our fresh
+        // mapping of `total` bytes (start is less than `huge` bytes past `p`); advice on it and
+        // writes to the first `len` bytes.
         unsafe {
-            libc::madvise(start.cast(), len, libc::MADV_HUGEPAGE);
+            libc::madvise(start.cast(), len.next_multiple_of(huge), libc::MADV_HUGEPAGE);
             std::ptr::write_bytes(start, fill, len);
         }
         Ok(AnonBuffer { ptr: start, len, map: (p, total) })

@@ -240,9 +240,17 @@ pub fn thp_counters(root: &ProcRoot) -> Result<ThpCounters, ProcError> {
     parsed(root, "proc/vmstat", SMALL_MAX_BYTES, parse_vmstat_thp)
 }
 
-/// Whether any huge page is in use on the machine (unreadable meminfo: assume so).
-pub fn any_huge_pages(root: &ProcRoot) -> bool {
-    parsed(root, "proc/meminfo", SMALL_MAX_BYTES, parse_meminfo_has_huge).unwrap_or(true)
+/// Whether a process may hold huge pages: transparent huge pages are not `never`
+/// (`/sys/kernel/mm/transparent_hugepage/enabled`), or /proc/meminfo shows huge pages in use.
+/// Unreadable files: assume so. (meminfo alone is not enough: a huge page whose PMD mapping was
+/// split, by a partial mprotect for instance, is no longer counted there, yet migrates whole.)
+pub fn huge_pages_possible(root: &ProcRoot) -> bool {
+    let thp_on = match read_capped(root, "sys/kernel/mm/transparent_hugepage/enabled", 256) {
+        Ok(t) => !t.contains("[never]"),
+        Err(ProcError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => false,
+        Err(_) => true,
+    };
+    thp_on || parsed(root, "proc/meminfo", SMALL_MAX_BYTES, parse_meminfo_has_huge).unwrap_or(true)
 }
 
 /// Size of a transparent huge page in bytes; None where the kernel has none.

@@ -76,7 +76,14 @@ fn capped_reader_refuses_big_files_and_keeps_bad_utf8() {
     std::fs::write(d.path().join("proc/vmstat"), vec![b'x'; (SMALL_MAX_BYTES + 1) as usize]).unwrap();
     let e = thp_counters(&root).unwrap_err();
     assert!(e.to_string().contains("larger than"), "{e}");
-    assert!(any_huge_pages(&root), "unreadable meminfo: assume huge pages");
+    assert!(huge_pages_possible(&root), "unreadable meminfo: assume huge pages");
+    std::fs::write(d.path().join("proc/meminfo"), "MemTotal: 100 kB\nAnonHugePages: 0 kB\n").unwrap();
+    assert!(!huge_pages_possible(&root), "no THP in the kernel, none in use");
+    std::fs::create_dir_all(d.path().join("sys/kernel/mm/transparent_hugepage")).unwrap();
+    std::fs::write(d.path().join("sys/kernel/mm/transparent_hugepage/enabled"), "always madvise [never]\n").unwrap();
+    assert!(!huge_pages_possible(&root));
+    std::fs::write(d.path().join("sys/kernel/mm/transparent_hugepage/enabled"), "always [madvise] never\n").unwrap();
+    assert!(huge_pages_possible(&root));
     assert_eq!(pmd_size(&root, 4096), None);
 }
 

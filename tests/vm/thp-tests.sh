@@ -1,0 +1,104 @@
+#!/bin/sh
+# Sourced by guest-tests.sh inside the QEMU guest (uses its pass/fail/even_spread/wait_start and
+# $MEMNODES): ptb's page moves with transparent huge pages `always` and `never`.
+#
+# The test program's buffer is 2 MiB aligned and advised MADV_HUGEPAGE (`--thp`). Under
+# `always` the kernel backs it with huge pages; every run must then show, from the plan log
+# (`ptb-testapp check-plans`): every page move on its planned node or reported failed with
+# its reason, every huge page moved whole on its node, and per plan no more huge-page
+# migrations (/proc/vmstat thp_migration_success) than huge pages the plan moved, i.e. each
+# huge page migrated at most once; checksums intact. Under `never` the same runs use base pages.
+THP=/sys/kernel/mm/transparent_hugepage/enabled
+if [ ! -w $THP ]; then
+  fail "thp: $THP missing: the guest kernel has no transparent huge pages"
+  return 0 2>/dev/null || exit 0
+fi
+thp_before=$(sed 's/.*\[\(.*\)\].*/\1/' $THP)
+migrations() { awk '/^thp_migration_success/{print $2}' /proc/vmstat; }
+
+# thp_check NAME MODE RC APPRC PLANLOG DUMP OUT ERR [spread]: the common checks of one run.
+thp_check() {
+  name=$1 mode=$2 rc=$3 arc=$4 log=$5 dump=$6 out=$7 err=$8 want=$9
+  touch "$log"
+  chk=$(ptb-testapp check-plans "$log" "$dump"); crc=$?
+  echo "$chk" | grep wrong: ; chk=$(echo "$chk" | grep -v wrong:)
+  grep -E 'TESTAPP (start|pages)' "$out"; tail -2 "$err"
+  kb=$(sed -n 's/^TESTAPP start.* thp_kb=\([0-9]*\).*/\1/p' "$out")
+  hmoved=$(echo "$chk" | sed -n 's/.*huge pages moved=\([0-9]*\).*/\1/p')
+  okp=$(echo "$chk" | sed -n 's/.*pages planned=[0-9]* ok=\([0-9]*\).*/\1/p')
+  why=""
+  [ "$rc" = 0 ] || why="$why ptb rc=$rc"
+  [ "$arc" = 0 ] || why="$why app rc=$arc"
+  [ $crc = 0 ] || why="$why check-plans failed"
+  grep -q 'checksum=ok' "$out" || why="$why checksum"
+  # Under `always` the buffer must really be huge pages, and something must have moved.
+  if [ "$mode" = always ] && [ "${kb:-0}" = 0 ]; then why="$why no huge page under always"; fi
+  if [ "$want" = moves ] && [ "${okp:-0}" = 0 ]; then why="$why no page verified on its planned node"; fi
+  if [ "$want" = moves ] && [ "$mode" = always ] && [ "${hmoved:-0}" = 0 ]; then why="$why no huge page moved"; fi
+  if [ -z "$why" ]; then pass "thp-$mode-$name: thp_kb=$kb ${chk#TESTAPP check-plans: }"
+  else fail "thp-$mode-$name:$why: $chk"; fi
+}
+
+# whole_spread FILE: pages on every memory node, each node's count a whole number of huge pages.
+whole_spread() {
+  grep '^TESTAPP pages' "$1" | tr ' ' '\n' | grep '^node' | tr '=' ' ' | awk -v want="$MEMNODES" '
+    { n++; t += $2; if ($2 % 512) bad = bad " " $1 "=" $2 }
+    END { if (n != want) { print "nodes=" n " want " want; exit 1 }
+          if (bad != "") { print "not whole huge pages:" bad; exit 1 }
+          print "whole huge pages over " n " nodes, " t " pages" }'
+}
+
+for mode in always never; do
+  echo $mode > $THP
+  echo "thp: $(cat $THP)"
+
+  # attach + interleave: the start plan spreads the pages already there; with huge pages each
+  # goes whole to a node (round-robin by huge-page index).
+  rm -f /tmp/h1.jsonl /tmp/h1d
+  secs=4; [ $mode = never ] && secs=7  # 4096 base pages take seconds to move under TCG
+  ptb-testapp --thp --threads 2 --mb 16 --seconds $secs --dump /tmp/h1d > /tmp/h1.out & A=$!
+  wait_start /tmp/h1.out
+  ptb attach $A --policy interleave --seconds 1 --quiet --plan-log /tmp/h1.jsonl 2> /tmp/h1.err; rc=$?
+  wait $A; arc=$?
+  if [ $mode = always ]; then s=$(whole_spread /tmp/h1.out) || { fail "thp-$mode-attach-interleave: $s"; s=x; }
+  else s=$(even_spread /tmp/h1.out $MEMNODES) || { fail "thp-$mode-attach-interleave: $s"; s=x; }; fi
+  [ "$s" = x ] || { echo "$s"; thp_check attach-interleave $mode $rc $arc /tmp/h1.jsonl /tmp/h1d /tmp/h1.out /tmp/h1.err moves; }
+
+  # The sampling policies, attached and launched: every thread reads its own slice, and the
+  # program re-protects its buffer like the kernel's NUMA hinting scan so the page-fault
+  # source sees the threads (splitting the huge pages' PMD mappings: they stay huge pages,
+  # mapped by 4 KiB entries, which ptb must still move whole). ptb-classic's Min_Acc is lowered
+  # to what the guest's fault rate gives (see guest-tests.sh). Under `never` two of the four
+  # runs (base pages are tested by guest-tests.sh too).
+  runs="attach:ptb:16:1000:8 run:ptb-classic:1:2000:1"
+  [ $mode = always ] && runs="$runs attach:ptb-classic:1:2000:1 run:ptb:16:1000:8"
+  secs=6; [ $mode = never ] && secs=8
+  for r in $runs; do
+    how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; parts=${r#*:}
+    rm -f /tmp/h2.jsonl /tmp/h2d
+    m0=$(migrations)
+    app="ptb-testapp --thp --threads 4 --mb $mb --seconds $secs --partition --refault-ms 100 --refault-parts $parts --dump /tmp/h2d"
+    set --; [ $pol = ptb-classic ] && set -- --set ptb-classic.min_acc=4
+    if [ $how = attach ]; then
+      $app > /tmp/h2.out & A=$!
+      wait_start /tmp/h2.out
+      ptb attach $A --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" 2> /tmp/h2.err; rc=$?
+      wait $A; arc=$?
+    else
+      ptb run --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" -- $app > /tmp/h2.out 2> /tmp/h2.err
+      rc=$?; arc=$rc
+    fi
+    echo "thp_migration_success: $m0 -> $(migrations)"
+    thp_check $how-$pol $mode $rc $arc /tmp/h2.jsonl /tmp/h2d /tmp/h2.out /tmp/h2.err moves
+  done
+
+  # ptb run + interleave: the kernel interleaves new huge pages itself; ptb moves nothing.
+  if [ $mode = always ]; then
+    rm -f /tmp/h3.jsonl /tmp/h3d
+    ptb run --policy interleave --source none --cycle 200 --plan-log /tmp/h3.jsonl -- \
+      ptb-testapp --thp --threads 2 --mb 16 --seconds 1 --dump /tmp/h3d > /tmp/h3.out 2> /tmp/h3.err; rc=$?
+    if s=$(whole_spread /tmp/h3.out); then echo "$s"; thp_check run-interleave $mode $rc $rc /tmp/h3.jsonl /tmp/h3d /tmp/h3.out /tmp/h3.err
+    else fail "thp-$mode-run-interleave: $s"; fi
+  fi
+done
+echo "$thp_before" > $THP
