@@ -68,17 +68,18 @@ for mode in always never; do
   # program re-protects its buffer like the kernel's NUMA hinting scan so the page-fault
   # source sees the threads (splitting the huge pages' PMD mappings: they stay huge pages,
   # mapped by 4 KiB entries, which ptb must still move whole). ptb-classic's Min_Acc is lowered
-  # to what the guest's fault rate gives (see guest-tests.sh). Under `never` two of the four
+  # to what the guest's fault rate gives in 1.5 s cycles (see guest-tests.sh). Under `never` two of the four
   # runs (base pages are tested by guest-tests.sh too).
-  runs="attach:ptb:16:1000:8 run:ptb-classic:1:2000:1"
-  [ $mode = always ] && runs="$runs attach:ptb-classic:1:2000:1 run:ptb:16:1000:8"
-  secs=6; [ $mode = never ] && secs=8
+  # how:policy:MiB:cycle ms:refault parts:seconds
+  runs="attach:ptb:16:1000:8:8 run:ptb-classic:1:1500:1:6"
+  [ $mode = always ] && runs="$runs attach:ptb-classic:1:1500:1:6 run:ptb:16:1000:8:8"
   for r in $runs; do
-    how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; parts=${r#*:}
+    how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; r=${r#*:}
+    parts=${r%%:*}; secs=${r#*:}
     rm -f /tmp/h2.jsonl /tmp/h2d
     m0=$(migrations)
     app="ptb-testapp --thp --threads 4 --mb $mb --seconds $secs --partition --refault-ms 100 --refault-parts $parts --dump /tmp/h2d"
-    set --; [ $pol = ptb-classic ] && set -- --set ptb-classic.min_acc=4
+    set --; [ $pol = ptb-classic ] && set -- --set ptb-classic.min_acc=3
     if [ $how = attach ]; then
       $app > /tmp/h2.out & A=$!
       wait_start /tmp/h2.out

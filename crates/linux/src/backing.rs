@@ -57,7 +57,7 @@ pub struct LiveBacking {
     page_size: u64,
     /// Base pages per transparent huge page (0: the kernel has none).
     thp_pages: u64,
-    /// Mappings that may hold huge pages, ascending.
+    /// Every mapping, ascending.
     vmas: Vec<SmapsVma>,
     /// /proc/PID/pagemap and /proc/kpageflags, when both are readable with page frames.
     frames: Option<(File, File)>,
@@ -72,10 +72,7 @@ impl LiveBacking {
     pub fn open(root: &ProcRoot, pid: u32, page_size: u64) -> Self {
         let thp_pages = thp::pmd_size(root, page_size).map_or(0, |b| b / page_size);
         let vmas: Vec<SmapsVma> = match thp::smaps(root, pid) {
-            Ok(v) => v
-                .into_iter()
-                .filter(|m| m.kernel_page_kb * 1024 > page_size || (thp_pages > 1 && m.may_have_thp()))
-                .collect(),
+            Ok(v) => v,
             Err(e) => {
                 if !e.is_gone() {
                     tracing::warn!(pid, error = %e, "cannot read the process's huge pages; treating its memory as base pages");
@@ -83,7 +80,7 @@ impl LiveBacking {
                 vec![]
             }
         };
-        let frames = if vmas.is_empty() {
+        let frames = if vmas.is_empty() || thp_pages < 2 {
             None
         } else {
             let pm = File::open(root.path(&format!("proc/{pid}/pagemap"))).ok();
@@ -120,6 +117,12 @@ impl LiveBacking {
             }
             let n = self.thp_pages;
             if n < 2 {
+                continue;
+            }
+            // Mappings that may hold huge pages, and pieces smaller than two huge pages: the
+            // kernel says a piece is not eligible (too small for a huge page of its own) even
+            // when it is part of one, as after a program mprotects part of a huge page.
+            if !m.may_have_thp() && hi - lo >= 2 * n {
                 continue;
             }
             let blocks = (hi.div_ceil(n) - lo / n) as usize;
@@ -196,30 +199,25 @@ impl PageBacking for LiveBacking {
 
 impl LiveBacking {
     /// Is block `block` (base pages `[block * n, (block + 1) * n)`) one transparent huge page?
+    /// With page frames readable, they alone decide (a huge page may span several mappings, and
+    /// a piece of a mapping too small for a huge page of its own is not "eligible" in smaps,
+    /// yet part of one). Without, a block wholly inside a mapping with PMD-mapped huge pages
+    /// now is assumed to be one.
     fn classify(&self, block: u64) -> Option<Unit> {
         let (n, ps) = (self.thp_pages, self.page_size);
         let head = block.checked_mul(n)?;
-        let (lo, hi) = (head.checked_mul(ps)?, (head + n).checked_mul(ps)?);
-        // Mappings that may hold huge pages and overlap the block. A huge page may span several
-        // mappings (a program that mprotects part of it splits the mapping, not the page).
-        let i = self.vmas.partition_point(|m| m.end <= lo);
-        let overlapping = self.vmas[i..].iter().take_while(|m| m.start < hi);
-        let mut any = false;
-        let mut whole_pmd = false;
-        for m in overlapping {
-            any = true;
-            whole_pmd |= m.start <= lo && hi <= m.end && m.pmd_mapped_kb() > 0;
-        }
-        if !any {
-            return None;
-        }
         match self.frames_say_huge(head, n) {
-            Some(true) => Some(Unit { head, pages: n, known: true }),
-            Some(false) => None,
-            // Page frames hidden: PMD-mapped huge pages lie wholly inside one mapping.
-            None if whole_pmd => Some(Unit { head, pages: n, known: false }),
-            None => None,
+            Some(true) => return Some(Unit { head, pages: n, known: true }),
+            Some(false) => return None,
+            None => {}
         }
+        let (lo, hi) = (head.checked_mul(ps)?, (head + n).checked_mul(ps)?);
+        let m = self.vma_of(head)?;
+        (m.start <= lo && hi <= m.end && m.kernel_page_kb * 1024 <= ps && m.pmd_mapped_kb() > 0).then_some(Unit {
+            head,
+            pages: n,
+            known: false,
+        })
     }
 }
 
@@ -258,6 +256,23 @@ mod tests {
         }
         assert!(base.page_addrs().iter().all(|a| b.unit_of(a / ps).is_none()));
         assert_eq!(b.unit_of(u64::MAX / ps), None);
+        // A program that protects one page of a huge page splits its mapping in three and maps
+        // the huge page with 4 KiB entries: smaps no longer counts it, the page frames still
+        // say it is one huge page.
+        if b.exact() && found > 0 {
+            let head = heads.iter().copied().find(|&h| b.unit_of(h).is_some()).unwrap();
+            // SAFETY: one page inside our own mapping; made read-only, never written after.
+            assert_eq!(
+                unsafe { libc::mprotect(((head + 7) * ps) as *mut libc::c_void, ps as usize, libc::PROT_READ) },
+                0
+            );
+            let v = thp::smaps(&root, std::process::id()).unwrap();
+            assert!(v.iter().any(|m| m.start == (head + 7) * ps && m.end == (head + 8) * ps), "mapping not split");
+            let mut b = LiveBacking::open(&root, std::process::id(), ps);
+            assert_eq!(b.unit_of(head + 300), Some(Unit { head, pages: n, known: true }));
+            let r = b.huge_ranges(1 << 20);
+            assert!(r.contains(&(head, head + n, n)), "{r:?}");
+        }
         std::hint::black_box((&huge, &base));
     }
 

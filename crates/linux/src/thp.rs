@@ -91,8 +91,9 @@ pub fn parse_smaps(text: &str) -> Result<Vec<SmapsVma>, ParseError> {
         let size_kb = vma.end.saturating_sub(vma.start) / 1024;
         match key {
             "KernelPageSize" => {
-                if v < 4 || !v.is_power_of_two() {
-                    return Err(err("KernelPageSize must be a power of two of at least 4 kB"));
+                // The largest hugetlb pages are 16 GiB (POWER).
+                if v < 4 || !v.is_power_of_two() || v > 16 << 20 {
+                    return Err(err("KernelPageSize must be a power of two from 4 kB to 16 GiB"));
                 }
                 vma.kernel_page_kb = v;
             }

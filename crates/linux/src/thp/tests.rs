@@ -27,6 +27,7 @@ fn smaps_errors_name_the_line() {
     assert!(e.reason.contains("exceeds"), "{e:?}");
     let e = parse_smaps("1000-2000 rw-p 0 00:00 0\nKernelPageSize: 3 kB\n").unwrap_err();
     assert!(e.reason.contains("power of two"), "{e:?}");
+    assert!(parse_smaps("1000-2000 rw-p 0 00:00 0\nKernelPageSize: 34359738368 kB\n").is_err());
     let e = parse_smaps("3000-4000 rw-p 0 00:00 0\n1000-2000 rw-p 0 00:00 0\n").unwrap_err();
     assert_eq!(e.line, 2);
     assert!(parse_smaps("2000-1000 rw-p 0 00:00 0\n").is_err());
