@@ -71,8 +71,8 @@ for mode in always never; do
   # to what the guest's fault rate gives in 1.5 s cycles (see guest-tests.sh). Under `never` two of the four
   # runs (base pages are tested by guest-tests.sh too).
   # how:policy:MiB:cycle ms:refault parts:seconds
-  runs="attach:ptb:16:1000:8:8 run:ptb-classic:1:1500:1:6"
-  [ $mode = always ] && runs="$runs attach:ptb-classic:1:1500:1:6 run:ptb:16:1000:8:8"
+  runs="attach:ptb:16:1000:8:8 run:ptb-classic:1:1500:1:8"
+  [ $mode = always ] && runs="$runs attach:ptb-classic:1:1500:1:8 run:ptb:16:1000:8:8"
   for r in $runs; do
     how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; r=${r#*:}
     parts=${r%%:*}; secs=${r#*:}
