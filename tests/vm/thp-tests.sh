@@ -83,12 +83,18 @@ for mode in always never; do
     if [ $how = attach ]; then
       $app > /tmp/h2.out & A=$!
       wait_start /tmp/h2.out
-      ptb attach $A --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" 2> /tmp/h2.err; rc=$?
-      wait $A; arc=$?
+      ptb attach $A --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" 2> /tmp/h2.err & P=$!
     else
-      ptb run --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" -- $app > /tmp/h2.out 2> /tmp/h2.err
-      rc=$?; arc=$rc
+      ptb run --policy $pol --source page-faults --cycle $cyc --plan-log /tmp/h2.jsonl "$@" -- $app > /tmp/h2.out 2> /tmp/h2.err & P=$!
+      wait_start /tmp/h2.out
+      A=$(sed -n 's/^TESTAPP start pid=\([0-9]*\).*/\1/p' /tmp/h2.out)
     fi
+    # Placement pauses 3 s before the program looks where its pages are, so that no plan
+    # moves pages after it looked and every plan is checked (ptb-classic moves a huge page
+    # shared by four threads every cycle, as its threads change nodes).
+    sleep $((secs - 3)); ptb roi end $A 2> /dev/null
+    wait $P; rc=$?
+    if [ $how = attach ]; then wait $A; arc=$?; else arc=$rc; fi
     echo "thp_migration_success: $m0 -> $(migrations)"
     thp_check $how-$pol $mode $rc $arc /tmp/h2.jsonl /tmp/h2d /tmp/h2.out /tmp/h2.err moves
   done
