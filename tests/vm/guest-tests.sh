@@ -122,11 +122,12 @@ else fail "attach-interleave: rc=$rc app=$arc $r"; fi
 # a move comes fail with ENOENT on some kernels: the log reports them and ptb retries them.
 # ptb-classic's published Min_Acc (16 samples of a page per cycle) is more than the guest's
 # fault rate gives (~12): it is lowered to 4, or no page would ever move (pages already on their
-# node are not counted as moved).
+# node are not counted as moved). The program stops re-protecting 3 s before it reports, so the
+# last plans end (their moves no longer contend with its mprotect calls) and can be checked.
 for run in "ptb-classic 1 2000 1 --set=ptb-classic.min_acc=4" "ptb 16 1000 8"; do
   set -- $run; pol=$1
   rm -f /tmp/p4.jsonl /tmp/d4
-  ptb-testapp --threads 4 --mb $2 --seconds 8 --partition --refault-ms 100 --refault-parts $4 --dump /tmp/d4 > /tmp/t4.out & A=$!
+  ptb-testapp --threads 4 --mb $2 --seconds 8 --partition --refault-ms 100 --refault-parts $4 --refault-s 5 --dump /tmp/d4 > /tmp/t4.out & A=$!
   wait_start /tmp/t4.out
   ptb attach $A --policy $pol --source page-faults --cycle $3 --plan-log /tmp/p4.jsonl --stats /tmp/s4.json $5 2> /tmp/t4.err; rc=$?
   wait $A; arc=$?

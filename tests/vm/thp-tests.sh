@@ -78,7 +78,7 @@ for mode in always never; do
     parts=${r%%:*}; secs=${r#*:}
     rm -f /tmp/h2.jsonl /tmp/h2d
     m0=$(migrations)
-    app="ptb-testapp --thp --threads 4 --mb $mb --seconds $secs --partition --refault-ms 100 --refault-parts $parts --dump /tmp/h2d"
+    app="ptb-testapp --thp --threads 4 --mb $mb --seconds $secs --partition --refault-ms 100 --refault-parts $parts --refault-s $((secs - 3)) --dump /tmp/h2d"
     set --; [ $pol = ptb-classic ] && set -- --set ptb-classic.min_acc=3
     if [ $how = attach ]; then
       $app > /tmp/h2.out & A=$!
@@ -89,9 +89,11 @@ for mode in always never; do
       wait_start /tmp/h2.out
       A=$(sed -n 's/^TESTAPP start pid=\([0-9]*\).*/\1/p' /tmp/h2.out)
     fi
-    # Placement pauses 3 s before the program looks where its pages are, so that no plan
-    # moves pages after it looked and every plan is checked (ptb-classic moves a huge page
-    # shared by four threads every cycle, as its threads change nodes).
+    # 3 s before the program looks where its pages are, placement pauses and the program stops
+    # re-protecting its buffer, so that the plan in flight ends soon (moves contend with the
+    # mprotect storm for the address space's lock: plans took up to 9.5 s on 6.1 under TCG) and
+    # every plan is checked (ptb-classic moves a huge page shared by four threads every cycle,
+    # as its threads change nodes).
     sleep $((secs - 3)); ptb roi end $A 2> /dev/null
     wait $P; rc=$?
     if [ $how = attach ]; then wait $A; arc=$?; else arc=$rc; fi

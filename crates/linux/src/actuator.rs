@@ -190,6 +190,9 @@ pub struct Journal {
     /// The kernel's transparent huge page migration counters (/proc/vmstat, machine-wide)
     /// over the moves: how many huge pages it migrated, failed to, or split to migrate.
     pub thp: Option<ThpCounters>,
+    /// Seconds spent before the first move: expanding ranges, finding huge pages, querying
+    /// where the pages are (the rest of the apply is moving and checking).
+    pub lookup_s: f64,
 }
 
 /// Move pages of process `pid` ((address, kernel node) pairs) in batches of `batch`, spread
@@ -470,6 +473,7 @@ impl Actuator for LinuxActuator {
             asks.entry(p.page.app).or_default().push(Ask { vpn: p.page.vpn, node: self.kernel_node(p.to) });
         }
         // Where no process can hold huge pages, nothing is looked up.
+        let t_start = std::time::Instant::now();
         let huge_in_use = thp::huge_pages_possible(&self.root);
         let mut backings: BTreeMap<u32, Box<dyn PageBacking>> = BTreeMap::new();
         let root = self.root.clone();
@@ -502,6 +506,7 @@ impl Actuator for LinuxActuator {
             headroom.insert(n.id.0 as i32, free.saturating_sub(self.cfg.reserve_bytes) / ps);
         }
         let used = admit(&mut work, self.budget_pages, &headroom, &mut report);
+        let t_looked = t_start.elapsed().as_secs_f64();
         let moving = work.iter().any(|p| !p.base.is_empty() || !p.huge.is_empty());
         let thp_before = if moving && huge_in_use { thp::thp_counters(&self.root).ok() } else { None };
         if let Some(j) = &mut self.journal {
@@ -523,6 +528,9 @@ impl Actuator for LinuxActuator {
                 j.huge.extend(o.huge.iter().map(|(v, n, k)| (pid, *v, *n, *k)));
                 j.failed.extend(o.failures.into_iter().map(|(v, why)| (pid, v, why)));
             }
+        }
+        if let Some(j) = &mut self.journal {
+            j.lookup_s = t_looked;
         }
         if let (Some(before), Some(j)) = (thp_before, &mut self.journal) {
             j.thp = thp::thp_counters(&self.root).ok().map(|after| after.since(&before));

@@ -115,7 +115,8 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
     let unix_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     let line = serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
-                                   "huge_moves": huge, "thp": thp, "thread_moves": threads, "report": report });
+                                   "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
+                                   "thread_moves": threads, "report": report });
     let r = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

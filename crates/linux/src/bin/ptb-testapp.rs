@@ -1,14 +1,15 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
 //! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
-//! [--partition] [--refault-ms MS [--refault-parts K]] [--churn-kb K] [--thp]`:
+//! [--partition] [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp]`:
 //! the main thread initialises a buffer (so first touch puts it on its node; base pages, or
 //! with `--thp` 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs it with
 //! transparent huge pages where THP is not `never`), then N threads
 //! read all of it over and over and check its checksum (`--partition`: thread i reads only
 //! the i-th slice). `--refault-ms` makes the accesses visible to a page-fault sample source
 //! the way the kernel's NUMA hinting faults do: every MS milliseconds the main thread
-//! protects the whole buffer (or the next of K parts, like the kernel's scan window), and the SIGSEGV handler unprotects each page as a reader first
+//! protects the whole buffer (or the next of K parts, like the kernel's scan window; for the
+//! first S seconds only), and the SIGSEGV handler unprotects each page as a reader first
 //! touches it, so every such access is a page fault with the reader's TID and address. At the end it prints, on lines
 //! starting with `TESTAPP`: whether every checksum matched, where the buffer's pages are
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
@@ -103,6 +104,7 @@ fn main() {
     let partition = args.iter().any(|a| a == "--partition");
     let refault_ms: u64 = arg(&args, "--refault-ms", 0);
     let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
+    let refault_s: f64 = arg(&args, "--refault-s", f64::INFINITY);
     let thp = args.iter().any(|a| a == "--thp");
     let len = mb << 20;
     let mapped = if thp { AnonBuffer::with_huge_pages(len, 0) } else { AnonBuffer::new(len, 0) };
@@ -174,8 +176,15 @@ fn main() {
     let t0 = Instant::now();
     let mut last_protect = t0;
     let (part_len, mut part) = ((addrs.len().div_ceil(refault_parts)) * ps, 0usize);
+    let mut refaulting = refault_ms > 0;
     while t0.elapsed().as_secs_f64() < seconds {
-        if refault_ms > 0 && last_protect.elapsed() >= Duration::from_millis(refault_ms) {
+        if refaulting && t0.elapsed().as_secs_f64() >= refault_s {
+            // The accesses stop faulting: no more samples, and page moves no longer contend
+            // with a storm of mprotect calls for the address space's lock.
+            refaulting = false;
+            protect(addrs[0] as usize, len, false);
+        }
+        if refaulting && last_protect.elapsed() >= Duration::from_millis(refault_ms) {
             let a = (part * part_len).min(len);
             protect(addrs[0] as usize + a, part_len.min(len - a), true);
             part = (part + 1) % refault_parts;
@@ -279,6 +288,7 @@ fn check_plans(args: &[String]) -> i32 {
     let mut late = 0usize;
     // Per plan: huge pages moved whole, and the kernel's huge-page migrations meanwhile.
     let (mut huge_total, mut thp_total, mut thp_split, mut over) = (0u64, 0u64, 0u64, Vec::new());
+    let (mut slowest_s, mut slowest_lookup_s) = (0.0f64, 0.0f64);
     let (mut unsure_pages, mut unsure_threads) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for line in log.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
@@ -293,6 +303,10 @@ fn check_plans(args: &[String]) -> i32 {
             .filter_map(|h| Some((h[1].as_u64()?, h[2].as_i64()?, h[3].as_u64()?.min(1 << 20))))
             .collect();
         let migrated = v["thp"]["migration_success"].as_u64().unwrap_or(0);
+        let took = v["report"]["seconds"].as_f64().unwrap_or(0.0);
+        if took > slowest_s {
+            (slowest_s, slowest_lookup_s) = (took, v["lookup_s"].as_f64().unwrap_or(0.0));
+        }
         huge_total += huge.len() as u64;
         thp_total += migrated;
         thp_split += v["thp"]["migration_split"].as_u64().unwrap_or(0);
@@ -374,7 +388,7 @@ fn check_plans(args: &[String]) -> i32 {
         println!("TESTAPP check-plans: wrong: cycle {cycle}: the kernel migrated {m} huge pages, the plan moved {h}");
     }
     println!(
-        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}; cycles after the report={late} (pages {} and threads {} not checked); huge pages moved={huge_total} thp_migrations={thp_total} split={thp_split} plans with more migrations than huge pages={}",
+        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}; cycles after the report={late} (pages {} and threads {} not checked); huge pages moved={huge_total} thp_migrations={thp_total} split={thp_split} plans with more migrations than huge pages={}; slowest plan {slowest_s:.2} s ({slowest_lookup_s:.2} s before its first move)",
         planned.len(),
         planned.len() - off.len(),
         threads.len(),
