@@ -38,6 +38,14 @@ even_spread() {
 # wait_start FILE: until the test program has initialised its buffer (it prints `TESTAPP start`)
 wait_start() { i=0; while ! grep -q '^TESTAPP start' "$1" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 affinities() { for s in /proc/$1/task/*/status; do awk '/Cpus_allowed_list/{print $2}' $s; done | tr '\n' ' '; }
+# settle PID ERRFILE STOPFILE: pause placement of PID (`ptb roi end`), wait until ptb says the
+# cycle in flight is over (`placement paused`; at most 60 s), then let the program stop and
+# report (its --stop-file): every plan ended before the program looked where its pages are.
+settle() {
+  ptb roi end $1 2> /dev/null; i=0
+  while ! grep -q 'placement paused' "$2" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  touch "$3"
+}
 
 # 1. ptb run --policy interleave: every page of the program's buffer interleaved over all memory nodes.
 ptb run --policy interleave --source page-faults --cycle 200 --stats /tmp/s1.json -- \
@@ -122,14 +130,17 @@ else fail "attach-interleave: rc=$rc app=$arc $r"; fi
 # a move comes fail with ENOENT on some kernels: the log reports them and ptb retries them.
 # ptb-classic's published Min_Acc (16 samples of a page per cycle) is more than the guest's
 # fault rate gives (~12): it is lowered to 4, or no page would ever move (pages already on their
-# node are not counted as moved). The program stops re-protecting 3 s before it reports, so the
-# last plans end (their moves no longer contend with its mprotect calls) and can be checked.
+# node are not counted as moved). After 6 s the program stops re-protecting and placement is
+# paused; the program reports once ptb says the plan in flight is over, so every plan is checked.
 for run in "ptb-classic 1 2000 1 --set=ptb-classic.min_acc=4" "ptb 16 1000 8"; do
   set -- $run; pol=$1
-  rm -f /tmp/p4.jsonl /tmp/d4
-  ptb-testapp --threads 4 --mb $2 --seconds 8 --partition --refault-ms 100 --refault-parts $4 --refault-s 5 --dump /tmp/d4 > /tmp/t4.out & A=$!
+  rm -f /tmp/p4.jsonl /tmp/d4 /tmp/stop4
+  ptb-testapp --threads 4 --mb $2 --seconds 60 --stop-file /tmp/stop4 --partition --refault-ms 100 --refault-parts $4 \
+    --refault-s 6 --dump /tmp/d4 > /tmp/t4.out & A=$!
   wait_start /tmp/t4.out
-  ptb attach $A --policy $pol --source page-faults --cycle $3 --plan-log /tmp/p4.jsonl --stats /tmp/s4.json $5 2> /tmp/t4.err; rc=$?
+  ptb attach $A --policy $pol --source page-faults --cycle $3 --plan-log /tmp/p4.jsonl --stats /tmp/s4.json $5 2> /tmp/t4.err & P=$!
+  sleep 6; settle $A /tmp/t4.err /tmp/stop4
+  wait $P; rc=$?
   wait $A; arc=$?
   tail -3 /tmp/t4.err
   samples=$(awk -F: '/"samples"/{gsub(/[ ,]/,"",$2); print $2}' /tmp/s4.json)

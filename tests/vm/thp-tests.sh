@@ -54,11 +54,11 @@ for mode in always never; do
 
   # attach + interleave: the start plan spreads the pages already there; with huge pages each
   # goes whole to a node (round-robin by huge-page index).
-  rm -f /tmp/h1.jsonl /tmp/h1d
-  secs=4; [ $mode = never ] && secs=7  # 4096 base pages take seconds to move under TCG
-  ptb-testapp --thp --threads 2 --mb 16 --seconds $secs --dump /tmp/h1d > /tmp/h1.out & A=$!
+  rm -f /tmp/h1.jsonl /tmp/h1d /tmp/stop1
+  ptb-testapp --thp --threads 2 --mb 16 --seconds 60 --stop-file /tmp/stop1 --dump /tmp/h1d > /tmp/h1.out & A=$!
   wait_start /tmp/h1.out
   ptb attach $A --policy interleave --seconds 1 --quiet --plan-log /tmp/h1.jsonl 2> /tmp/h1.err; rc=$?
+  touch /tmp/stop1  # ptb is done: the program may look where its pages are
   wait $A; arc=$?
   if [ $mode = always ]; then s=$(whole_spread /tmp/h1.out) || { fail "thp-$mode-attach-interleave: $s"; s=x; }
   else s=$(even_spread /tmp/h1.out $MEMNODES) || { fail "thp-$mode-attach-interleave: $s"; s=x; }; fi
@@ -68,17 +68,17 @@ for mode in always never; do
   # program re-protects its buffer like the kernel's NUMA hinting scan so the page-fault
   # source sees the threads (splitting the huge pages' PMD mappings: they stay huge pages,
   # mapped by 4 KiB entries, which ptb must still move whole). ptb-classic's Min_Acc is lowered
-  # to what the guest's fault rate gives in 1.5 s cycles (see guest-tests.sh). Under `never` two of the four
-  # runs (base pages are tested by guest-tests.sh too).
-  # how:policy:MiB:cycle ms:refault parts:seconds
-  runs="attach:ptb:16:1000:8:8 run:ptb-classic:1:1500:1:8"
-  [ $mode = always ] && runs="$runs attach:ptb-classic:1:1500:1:8 run:ptb:16:1000:8:8"
+  # to what the guest's fault rate gives in 1.5 s cycles (see guest-tests.sh). Under `never`,
+  # two of the four runs (base pages are tested by guest-tests.sh too).
+  # how:policy:MiB:cycle ms:refault parts:seconds managed
+  runs="attach:ptb:16:1000:8:6 run:ptb-classic:1:1500:1:6"
+  [ $mode = always ] && runs="$runs attach:ptb-classic:1:1500:1:6 run:ptb:16:1000:8:6"
   for r in $runs; do
     how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; r=${r#*:}
     parts=${r%%:*}; secs=${r#*:}
-    rm -f /tmp/h2.jsonl /tmp/h2d
+    rm -f /tmp/h2.jsonl /tmp/h2d /tmp/stop2
     m0=$(migrations)
-    app="ptb-testapp --thp --threads 4 --mb $mb --seconds $secs --partition --refault-ms 100 --refault-parts $parts --refault-s $((secs - 3)) --dump /tmp/h2d"
+    app="ptb-testapp --thp --threads 4 --mb $mb --seconds 60 --stop-file /tmp/stop2 --partition --refault-ms 100 --refault-parts $parts --refault-s $secs --dump /tmp/h2d"
     set --; [ $pol = ptb-classic ] && set -- --set ptb-classic.min_acc=3
     if [ $how = attach ]; then
       $app > /tmp/h2.out & A=$!
@@ -89,12 +89,12 @@ for mode in always never; do
       wait_start /tmp/h2.out
       A=$(sed -n 's/^TESTAPP start pid=\([0-9]*\).*/\1/p' /tmp/h2.out)
     fi
-    # 3 s before the program looks where its pages are, placement pauses and the program stops
-    # re-protecting its buffer, so that the plan in flight ends soon (moves contend with the
-    # mprotect storm for the address space's lock: plans took up to 9.5 s on 6.1 under TCG) and
-    # every plan is checked (ptb-classic moves a huge page shared by four threads every cycle,
-    # as its threads change nodes).
-    sleep $((secs - 3)); ptb roi end $A 2> /dev/null
+    # After $secs s the program stops re-protecting its buffer and placement pauses; the program
+    # looks where its pages are once ptb says the plan in flight is over, so every plan is
+    # checked (plans took up to 9.5 s on 6.1 under TCG: moves contend with the program's
+    # mprotect calls for its address space's lock; ptb-classic moves a huge page shared by
+    # four threads every cycle, as its threads change nodes).
+    sleep $secs; settle $A /tmp/h2.err /tmp/stop2
     wait $P; rc=$?
     if [ $how = attach ]; then wait $A; arc=$?; else arc=$rc; fi
     echo "thp_migration_success: $m0 -> $(migrations)"

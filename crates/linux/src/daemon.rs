@@ -279,6 +279,7 @@ pub fn run(
     let mut n = 0u64;
     let mut last_cycle = Instant::now();
     let mut signal = None;
+    let mut was_paused = false;
     loop {
         // Sleep until the end of the cycle, watching for signals and target exit.
         let deadline = last_cycle + cycle;
@@ -320,6 +321,11 @@ pub fn run(
                 states.contains(&Some(false))
             }
         };
+        if paused != was_paused && cfg.summary_lines {
+            // Said once the cycle in flight is over: nothing moves after this line.
+            eprintln!("ptb: placement {}", if paused { "paused (region of interest off)" } else { "resumed" });
+        }
+        was_paused = paused;
         if paused {
             let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
             s.cycles += 1;

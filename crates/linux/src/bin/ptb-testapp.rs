@@ -1,7 +1,8 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
 //! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
-//! [--partition] [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp]`:
+//! [--partition] [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp]
+//! [--stop-file FILE]`:
 //! the main thread initialises a buffer (so first touch puts it on its node; base pages, or
 //! with `--thp` 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs it with
 //! transparent huge pages where THP is not `never`), then N threads
@@ -14,6 +15,7 @@
 //! starting with `TESTAPP`: whether every checksum matched, where the buffer's pages are
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
+//! `--stop-file` ends the run early once FILE exists.
 //!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
 //! falls in the dumped buffer must have left the page on the planned node (unless the log
@@ -105,6 +107,7 @@ fn main() {
     let refault_ms: u64 = arg(&args, "--refault-ms", 0);
     let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
     let refault_s: f64 = arg(&args, "--refault-s", f64::INFINITY);
+    let stop_file: String = arg(&args, "--stop-file", String::new());
     let thp = args.iter().any(|a| a == "--thp");
     let len = mb << 20;
     let mapped = if thp { AnonBuffer::with_huge_pages(len, 0) } else { AnonBuffer::new(len, 0) };
@@ -177,7 +180,7 @@ fn main() {
     let mut last_protect = t0;
     let (part_len, mut part) = ((addrs.len().div_ceil(refault_parts)) * ps, 0usize);
     let mut refaulting = refault_ms > 0;
-    while t0.elapsed().as_secs_f64() < seconds {
+    while t0.elapsed().as_secs_f64() < seconds && (stop_file.is_empty() || !std::path::Path::new(&stop_file).exists()) {
         if refaulting && t0.elapsed().as_secs_f64() >= refault_s {
             // The accesses stop faulting: no more samples, and page moves no longer contend
             // with a storm of mprotect calls for the address space's lock.
