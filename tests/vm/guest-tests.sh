@@ -129,10 +129,10 @@ else fail "attach-interleave: rc=$rc app=$arc $r"; fi
 # chunks, so it gets 2 MiB a thread, protected a quarter at a time. Pages still protected when
 # a move comes fail with ENOENT on some kernels: the log reports them and ptb retries them.
 # ptb-classic's published Min_Acc (16 samples of a page per cycle) is more than the guest's
-# fault rate gives (2 to 20 under TCG, by the host's load): it is lowered to 2, or no page might
-# ever move (pages already on their node are not counted as moved). After 8 s the program stops
-# re-protecting and placement is paused; the program reports once ptb says the plan in flight
-# is over, so every plan is checked.
+# fault rate gives (2 to 10 per page and cycle in these runs, by the host's load): it is lowered
+# to 2, or no page might ever move (pages already on their node are not counted as moved).
+# After 8 s the program stops re-protecting and placement is paused; the program reports once
+# ptb says the plan in flight is over, so every plan is checked.
 for run in "ptb-classic 1 2000 1 --set=ptb-classic.min_acc=2" "ptb 8 1000 4"; do
   set -- $run; pol=$1
   rm -f /tmp/p4.jsonl /tmp/d4 /tmp/stop4

@@ -33,8 +33,10 @@ thp_check() {
   grep -q 'checksum=ok' "$out" || why="$why checksum"
   # Under `always` the buffer must really be huge pages, and something must have moved.
   if [ "$mode" = always ] && [ "${kb:-0}" = 0 ]; then why="$why no huge page under always"; fi
+  planned=$(echo "$chk" | sed -n 's/.*pages planned=\([0-9]*\).*/\1/p')
   if [ "$want" = moves ] && [ "${okp:-0}" = 0 ]; then why="$why no page verified on its planned node"; fi
   if [ "$want" = moves ] && [ "$mode" = always ] && [ "${hmoved:-0}" = 0 ]; then why="$why no huge page moved"; fi
+  if [ "$want" = planned ] && [ "${planned:-0}" = 0 ]; then why="$why no page move planned"; fi
   if [ -z "$why" ]; then pass "thp-$mode-$name: thp_kb=$kb ${chk#TESTAPP check-plans: }"
   else fail "thp-$mode-$name:$why: $chk"; fi
 }
@@ -55,7 +57,8 @@ for mode in always never; do
   # attach + interleave: the start plan spreads the pages already there; with huge pages each
   # goes whole to a node (round-robin by huge-page index).
   rm -f /tmp/h1.jsonl /tmp/h1d /tmp/stop1
-  ptb-testapp --thp --threads 2 --mb 16 --seconds 60 --stop-file /tmp/stop1 --dump /tmp/h1d > /tmp/h1.out & A=$!
+  mb=16; [ $mode = never ] && mb=8  # base pages move slowly under TCG
+  ptb-testapp --thp --threads 2 --mb $mb --seconds 60 --stop-file /tmp/stop1 --dump /tmp/h1d > /tmp/h1.out & A=$!
   wait_start /tmp/h1.out
   ptb attach $A --policy interleave --seconds 1 --quiet --plan-log /tmp/h1.jsonl 2> /tmp/h1.err; rc=$?
   touch /tmp/stop1  # ptb is done: the program may look where its pages are
@@ -72,8 +75,8 @@ for mode in always never; do
   # one of the four runs: guest-tests.sh runs ptb and ptb-classic on base pages already, and
   # moving base pages is slow under TCG (a plan of ~3000 pages took 51 s on 6.1).
   # how:policy:MiB:cycle ms:refault parts:seconds managed
-  runs="run:ptb-classic:1:1500:1:6"
-  [ $mode = always ] && runs="attach:ptb:8:1000:4:6 $runs attach:ptb-classic:1:1500:1:6 run:ptb:8:1000:4:6"
+  runs="run:ptb-classic:4:1500:1:6"
+  [ $mode = always ] && runs="attach:ptb:8:1000:4:6 $runs attach:ptb-classic:4:1500:1:6 run:ptb:8:1000:4:6"
   for r in $runs; do
     how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; r=${r#*:}
     parts=${r%%:*}; secs=${r#*:}
@@ -99,7 +102,11 @@ for mode in always never; do
     wait $P; rc=$?
     if [ $how = attach ]; then wait $A; arc=$?; else arc=$rc; fi
     echo "thp_migration_success: $m0 -> $(migrations)"
-    thp_check $how-$pol $mode $rc $arc /tmp/h2.jsonl /tmp/h2d /tmp/h2.out /tmp/h2.err moves
+    # ptb-classic may leave every huge page where it is (each is shared by two threads, and
+    # the node asked for most of its pages may be where it is): it must plan moves, and every
+    # page it asked for must be on its node or reported failed (check-plans).
+    want=moves; [ $pol = ptb-classic ] && want=planned
+    thp_check $how-$pol $mode $rc $arc /tmp/h2.jsonl /tmp/h2d /tmp/h2.out /tmp/h2.err $want
   done
 
   # ptb run + interleave: the kernel interleaves new huge pages itself; ptb moves nothing.
