@@ -43,7 +43,7 @@ impl Actuator for SimActuator<'_, '_> {
 impl Run<'_> {
     pub(crate) fn apply_plan(&mut self, plan: &Plan) -> ApplyReport {
         let mut rep = ApplyReport::default();
-        let costs = self.sim.machine.costs.clone();
+        let costs = self.sim.costs.clone();
         // Threads.
         for mv in &plan.threads {
             let Some(t) = self.thread_by_tid(mv.tid) else { continue };
@@ -70,6 +70,10 @@ impl Run<'_> {
                     rep.seconds += ns / 1e9;
                 }
             }
+        }
+        // Idle CPUs pull threads that pinning left two to a CPU.
+        if !plan.threads.is_empty() && self.balance_idle() > 0 {
+            self.dirty = true;
         }
         // Pages: collect (object, page, to).
         let l = &self.sim.layout;
@@ -107,7 +111,7 @@ impl Run<'_> {
         }
         let ps = self.sim.machine.page_size as f64;
         let per_page_ns = (costs.page_us * 1e3).max(ps / costs.copy_gbps.max(1e-6));
-        // CPU time per (app, dest node) and bytes per (src, dst) of the copies.
+        // Pages copied per (app, dest node) and per (src, dst); huge pages in `huge`.
         let mut copies = crate::huge::Copies::default();
         for (o, p, to) in moves {
             let Some(from) = self.objs[o].get(p) else { continue };
@@ -124,13 +128,13 @@ impl Run<'_> {
             }
             self.alloc_page(o, p, to);
             rep.pages_moved += 1;
-            *copies.ns.entry((l.objects[o].app, to)).or_default() += per_page_ns;
-            *copies.bytes.entry((from, to)).or_default() += ps;
+            *copies.pages.entry((l.objects[o].app, to)).or_default() += 1;
+            *copies.pair_pages.entry((from, to)).or_default() += 1;
         }
-        if !copies.ns.is_empty() {
+        if rep.pages_moved + rep.huge_pages_moved > 0 {
             self.dirty = true;
             let mut longest: f64 = 0.0;
-            for (&(app, dst), &total) in &copies.ns {
+            for (&(app, dst), &total) in &copies.ns(per_page_ns) {
                 let a = &l.apps[app];
                 let live: Vec<usize> =
                     (a.first_thread..a.first_thread + a.n_threads).filter(|&t| self.threads[t].alive).collect();
@@ -147,19 +151,24 @@ impl Run<'_> {
                     self.threads[t].stall_ns += each;
                 }
             }
-            // Copy traffic over the copying duration.
+            // Copy traffic over the copying duration. A copy shorter than a stall worth a step of
+            // its own (crate::engine::STALL_EVENT_NS) loads the machine for too short a time to
+            // matter to anyone's throughput: its cost is the copying threads' stall alone.
             let dur = longest.max(1e3);
-            let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
-            for (&(from, to), &bytes) in &copies.bytes {
-                let g = self.copy_group(from, to);
-                for &r in self.sim.sm.read_res(g, from) {
-                    *loads.entry(r).or_default() += bytes / dur;
+            if dur > crate::engine::STALL_EVENT_NS {
+                let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
+                for (&(from, to), &n) in &copies.pair_pages {
+                    let g = self.copy_group(from, to);
+                    let bytes = n as f64 * ps;
+                    for &r in self.sim.sm.read_res(g, from) {
+                        *loads.entry(r).or_default() += bytes / dur;
+                    }
+                    for &r in self.sim.sm.write_res(g, to) {
+                        *loads.entry(r).or_default() += bytes / dur;
+                    }
                 }
-                for &r in self.sim.sm.write_res(g, to) {
-                    *loads.entry(r).or_default() += bytes / dur;
-                }
+                self.background.push(Background { until_ns: self.now_ns + dur, loads: loads.into_iter().collect() });
             }
-            self.background.push(Background { until_ns: self.now_ns + dur, loads: loads.into_iter().collect() });
         }
         self.acc.pages_migrated += rep.pages_moved;
         self.acc.threads_migrated += rep.threads_moved;

@@ -81,8 +81,10 @@ mod actuator;
 mod engine;
 mod hintfault;
 mod huge;
+pub mod perturb;
 mod run;
 mod sampler;
+pub mod sched;
 mod static_groups;
 
 pub use error::SimError;
