@@ -183,7 +183,9 @@ else fail "record-plan: record rc=$rc plan rc=$prc"; fi
 echo 1 > /proc/sys/kernel/numa_balancing
 ptb-testapp --threads 1 --mb 4 --seconds 3 > /dev/null & A=$!
 ptb attach $A --policy interleave --seconds 1.5 --disable-kernel-balancing --quiet 2> /tmp/t7.err & P=$!
-sleep 0.8; during=$(cat /proc/sys/kernel/numa_balancing)
+# Looked at until ptb has turned it off or exited (ptb may start slowly on a loaded host).
+i=0; during=1; while [ $i -lt 30 ] && kill -0 $P 2>/dev/null; do
+  sleep 0.1; i=$((i + 1)); during=$(cat /proc/sys/kernel/numa_balancing); [ "$during" = 0 ] && break; done
 wait $P; after=$(cat /proc/sys/kernel/numa_balancing); wait $A
 echo 0 > /proc/sys/kernel/numa_balancing
 if [ "$during" = 0 ] && [ "$after" = 1 ]; then pass "kernel-balancing: off while managed, restored to 1"

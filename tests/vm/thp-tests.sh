@@ -38,7 +38,7 @@ thp_check() {
   if [ "$want" = moves ] && [ "$mode" = always ] && [ "${hmoved:-0}" = 0 ]; then why="$why no huge page moved"; fi
   if [ "$want" = planned ] && [ "${planned:-0}" = 0 ]; then why="$why no page move planned"; fi
   if [ -z "$why" ]; then pass "thp-$mode-$name: thp_kb=$kb ${chk#TESTAPP check-plans: }"
-  else fail "thp-$mode-$name:$why: $chk"; fi
+  else fail "thp-$mode-$name:$why: $chk"; grep -m5 -iE 'warn|cannot|error' "$err"; fi
 }
 
 # whole_spread FILE: pages on every memory node, each node's count a whole number of huge pages.

@@ -80,7 +80,8 @@ impl LiveBacking {
                 vec![]
             }
         };
-        let frames = if vmas.is_empty() || thp_pages < 2 {
+        // Page frames decide without smaps too (a process whose smaps could not be read).
+        let frames = if thp_pages < 2 {
             None
         } else {
             let pm = File::open(root.path(&format!("proc/{pid}/pagemap"))).ok();

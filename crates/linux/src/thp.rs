@@ -71,9 +71,18 @@ pub fn parse_smaps(text: &str) -> Result<Vec<SmapsVma>, ParseError> {
             if end < start {
                 return Err(err("range ends before it starts"));
             }
-            if let Some(prev) = out.last() {
-                if start < prev.end {
-                    return Err(err("mapping overlaps or precedes the one before"));
+            // A read racing the process's mmap/mprotect: the kernel resumes each read() at the
+            // mapping that holds the last end it printed, which may have grown or merged since,
+            // so a mapping can overlap (or start before) ones already printed. The later line is
+            // the newer state: it replaces what it overlaps, so mappings stay sorted and disjoint.
+            while out.last().is_some_and(|prev| prev.start >= start) {
+                out.pop();
+            }
+            if let Some(prev) = out.last_mut().filter(|p| p.end > start) {
+                prev.end = start;
+                let kb = (prev.end - prev.start) / 1024;
+                for f in [&mut prev.rss_kb, &mut prev.anon_huge_kb, &mut prev.file_pmd_kb, &mut prev.shmem_pmd_kb] {
+                    *f = (*f).min(kb);
                 }
             }
             out.push(SmapsVma { start, end, kernel_page_kb: 4, ..Default::default() });
