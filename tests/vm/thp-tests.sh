@@ -7,7 +7,8 @@
 # (`ptb-testapp check-plans`): every page move on its planned node or reported failed with
 # its reason, every huge page moved whole on its node, and per plan no more huge-page
 # migrations (/proc/vmstat thp_migration_success) than huge pages the plan moved, i.e. each
-# huge page migrated at most once; checksums intact. Under `never` the same runs use base pages.
+# huge page migrated at most once; checksums intact. Under `never`, attach + interleave spreads
+# base pages evenly.
 THP=/sys/kernel/mm/transparent_hugepage/enabled
 if [ ! -w $THP ]; then
   fail "thp: $THP missing: the guest kernel has no transparent huge pages"
@@ -34,6 +35,9 @@ thp_check() {
   # Under `always` the buffer must really be huge pages, and something must have moved.
   if [ "$mode" = always ] && [ "${kb:-0}" = 0 ]; then why="$why no huge page under always"; fi
   planned=$(echo "$chk" | sed -n 's/.*pages planned=\([0-9]*\).*/\1/p')
+  # Pages of plans that ended after the program reported were planned too (not checkable).
+  late=$(echo "$chk" | sed -n 's/.*cycles after the report=[0-9]* (pages \([0-9]*\) .*/\1/p')
+  planned=$(( ${planned:-0} + ${late:-0} ))
   if [ "$want" = moves ] && [ "${okp:-0}" = 0 ]; then why="$why no page verified on its planned node"; fi
   if [ "$want" = moves ] && [ "$mode" = always ] && [ "${hmoved:-0}" = 0 ]; then why="$why no huge page moved"; fi
   if [ "$want" = planned ] && [ "${planned:-0}" = 0 ]; then why="$why no page move planned"; fi
@@ -57,7 +61,7 @@ for mode in always never; do
   # attach + interleave: the start plan spreads the pages already there; with huge pages each
   # goes whole to a node (round-robin by huge-page index).
   rm -f /tmp/h1.jsonl /tmp/h1d /tmp/stop1
-  mb=16; [ $mode = never ] && mb=8  # base pages move slowly under TCG
+  mb=16; [ $mode = never ] && mb=4  # base pages move slowly under TCG
   ptb-testapp --thp --threads 2 --mb $mb --seconds 60 --stop-file /tmp/stop1 --dump /tmp/h1d > /tmp/h1.out & A=$!
   wait_start /tmp/h1.out
   ptb attach $A --policy interleave --seconds 1 --quiet --plan-log /tmp/h1.jsonl 2> /tmp/h1.err; rc=$?
@@ -72,11 +76,12 @@ for mode in always never; do
   # source sees the threads (splitting the huge pages' PMD mappings: they stay huge pages,
   # mapped by 4 KiB entries, which ptb must still move whole). ptb-classic's Min_Acc is lowered
   # to what the guest's fault rate gives in 1.5 s cycles (see guest-tests.sh). Under `never`,
-  # one of the four runs: guest-tests.sh runs ptb and ptb-classic on base pages already, and
-  # moving base pages is slow under TCG (a plan of ~3000 pages took 51 s on 6.1).
+  # none: guest-tests.sh runs ptb and ptb-classic on base pages (MADV_NOHUGEPAGE buffers)
+  # already, and on a loaded host the 6.1 guest came within its time limit (run.sh TIMEOUT)
+  # with one of them here too (plans took up to 55 s under TCG).
   # how:policy:MiB:cycle ms:refault parts:seconds managed
-  runs="run:ptb-classic:4:1500:1:6"
-  [ $mode = always ] && runs="attach:ptb:8:1000:4:6 $runs attach:ptb-classic:4:1500:1:6 run:ptb:8:1000:4:6"
+  runs=""
+  [ $mode = always ] && runs="attach:ptb:8:1000:4:6 run:ptb-classic:4:1500:1:6 attach:ptb-classic:4:1500:1:6 run:ptb:8:1000:4:6"
   for r in $runs; do
     how=${r%%:*}; r=${r#*:}; pol=${r%%:*}; r=${r#*:}; mb=${r%%:*}; r=${r#*:}; cyc=${r%%:*}; r=${r#*:}
     parts=${r%%:*}; secs=${r#*:}
