@@ -66,7 +66,11 @@ impl Measure {
         let nn = m.n_nodes();
         let mut out = Measure { by_thread: vec![vec![0; nn]; snap.threads.len()], ..Measure::default() };
         let ix: HashMap<u32, usize, FxBuild> = snap.threads.iter().enumerate().map(|(i, t)| (t.tid, i)).collect();
-        let mut page_ix: HashMap<PageKey, u32, FxBuild> = HashMap::default();
+        // Sized once for the cycle's samples (a page per sample at most): no rehash while
+        // counting.
+        let room = snap.samples.len().min(1 << 22);
+        let mut page_ix: HashMap<PageKey, u32, FxBuild> = HashMap::with_capacity_and_hasher(room, FxBuild::default());
+        out.pages.reserve(room);
         let mut app_ix: Vec<(AppId, Vec<u64>)> = Vec::new();
         for s in snap.samples {
             let Some(&t) = ix.get(&s.tid) else { continue };
@@ -178,8 +182,35 @@ pub fn clusters(snap: &Snapshot, meas: &Measure, capacity: usize) -> Vec<Cluster
                     cs[i].parts.extend(small.parts);
                 }
                 None => {
-                    cs.push(small);
-                    break;
+                    // No cluster has room for it whole (greedy packing fragmented the
+                    // room): split it, thread by thread, into the best-sharing clusters with
+                    // room. The others hold at most `total - small` threads in at least
+                    // `needed` clusters, so their room is at least `small`'s size.
+                    let probe = Cluster { threads: vec![], ..small.clone() };
+                    let mut left = Vec::new();
+                    for t in small.threads {
+                        let best = cs
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.threads.len() < cap)
+                            .max_by_key(|(i, c)| (shared(c, &probe), c.threads.len(), std::cmp::Reverse(*i)))
+                            .map(|(i, _)| i);
+                        match best {
+                            Some(i) => {
+                                cs[i].threads.push(t);
+                                for p in &probe.parts {
+                                    if !cs[i].parts.contains(p) {
+                                        cs[i].parts.push(*p);
+                                    }
+                                }
+                            }
+                            None => left.push(t),
+                        }
+                    }
+                    if !left.is_empty() {
+                        cs.push(Cluster { threads: left, ..probe });
+                        break;
+                    }
                 }
             }
         }
@@ -236,6 +267,28 @@ mod tests {
     use super::*;
     use crate::autonuma::test_world::World;
     use ptb_profile::SampleKind::Load;
+
+    #[test]
+    fn fragmented_room_still_packs_onto_the_nodes_needed() {
+        // 24 threads spread by Linux as 2,3,3,4,6,1,3,2 over 8 nodes of 8 CPUs: whole-cluster
+        // merging alone can strand clusters (6+2, 4+3, 3+3, then 2 and 1 fit nowhere); the app
+        // still gets 3 clusters of at most 8 threads, every thread in exactly one.
+        let mut w = World::synthetic("nodes=8,cpus=8");
+        let mut tid = 1;
+        for (node, n) in [2u32, 3, 3, 4, 6, 1, 3, 2].iter().enumerate() {
+            for k in 0..*n {
+                w.add_thread(tid, 0, node as u32 * 8 + k);
+                tid += 1;
+            }
+        }
+        let snap = w.snap();
+        let cs = clusters(&snap, &Measure::from_snapshot(&snap), 8);
+        assert_eq!(cs.len(), 3, "{cs:?}");
+        assert!(cs.iter().all(|c| c.threads.len() <= 8));
+        let mut all: Vec<usize> = cs.iter().flat_map(|c| c.threads.clone()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..24).collect::<Vec<_>>());
+    }
 
     #[test]
     fn packs_an_app_onto_as_few_nodes_as_it_needs_following_sharing() {
