@@ -6,7 +6,8 @@ fn ptb() -> Command {
     Command::cargo_bin("ptb").unwrap()
 }
 
-const QUICK: [&str; 6] = ["--machine", "synthetic:nodes=4,cpus=2", "--workload", "streamcluster", "--duration-scale", "0.02"];
+const QUICK: [&str; 6] =
+    ["--machine", "synthetic:nodes=4,cpus=2", "--workload", "streamcluster", "--duration-scale", "0.02"];
 
 #[test]
 fn json_lists_every_subset_fastest_first_with_the_spreads() {
@@ -26,7 +27,8 @@ fn json_lists_every_subset_fastest_first_with_the_spreads() {
     sets.sort();
     sets.dedup();
     assert_eq!(sets.len(), 6, "every subset once");
-    let (best, mean, worst) = (v["best_s"].as_f64().unwrap(), v["mean_s"].as_f64().unwrap(), v["worst_s"].as_f64().unwrap());
+    let (best, mean, worst) =
+        (v["best_s"].as_f64().unwrap(), v["mean_s"].as_f64().unwrap(), v["worst_s"].as_f64().unwrap());
     assert_eq!(best, times[0]);
     assert_eq!(worst, times[5]);
     assert!(best <= mean && mean <= worst);

@@ -58,7 +58,8 @@ struct Output<'a> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = ptb_topology::resolve(&args.machine).with_context(|| format!("loading machine `{}`", args.machine))?;
+    let machine =
+        ptb_topology::resolve(&args.machine).with_context(|| format!("loading machine `{}`", args.machine))?;
     let workload =
         ptb_sim::resolve_workload(&args.workload).with_context(|| format!("loading workload `{}`", args.workload))?;
     let usable: Vec<usize> =
