@@ -23,8 +23,9 @@
 //!   3. a shared page is spread: it leaves a node that serves more than `1 + spread_slack`
 //!      times the application's mean sampled traffic per node, for the least loaded of its
 //!      users below the mean.
-//!   Load = sampled uses of the application's pages per node this cycle, updated as pages are
-//!   planned to move.
+//!
+//! Load = sampled uses of the application's pages per node this cycle, updated as pages are
+//! planned to move.
 
 use super::clusters::{Measure, PageUse};
 use super::{AsymSched, Hist, Moved};
@@ -139,6 +140,7 @@ impl AsymSched {
     }
 
     /// Dynamic migration (see module docs) for the apps in `placed`, except those in `skip`.
+    #[allow(clippy::too_many_arguments)] // the cycle's shared state, threaded through once
     pub(super) fn dynamic_moves(
         &mut self,
         snap: &Snapshot,
