@@ -282,3 +282,26 @@ fn plans_stay_valid_on_random_fault_streams() {
         }
     }
 }
+
+#[test]
+fn pin_moves_chooses_the_thread_target() {
+    for (pin, unpinned) in [("true", false), ("false", true)] {
+        let mut w = World::synthetic("nodes=2,cpus=4");
+        for (tid, cpu) in [(1, 0), (2, 1), (3, 2), (4, 4)] {
+            w.add_thread(tid, 0, cpu);
+        }
+        w.place(0, 0..64, 1);
+        let mut ps = Params::new();
+        ps.set_assignment(&format!("autonuma.pin_moves={pin}")).unwrap();
+        let mut p = AutoNuma::from_params(&ps).unwrap();
+        seed_last(&mut p, 0, 0..64, 4, 1);
+        cycle(&mut p, &mut w);
+        let mut targets = Vec::new();
+        for _ in 0..3 {
+            (0..64).for_each(|v| w.touch(1, v, HintFault));
+            targets.extend(cycle(&mut p, &mut w).threads.into_iter().map(|t| t.to));
+        }
+        assert!(!targets.is_empty());
+        assert!(targets.iter().all(|t| matches!(t, ThreadTarget::NodeUnpinned(_)) == unpinned), "{targets:?}");
+    }
+}
