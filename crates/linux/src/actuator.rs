@@ -330,7 +330,7 @@ impl LinuxActuator {
 
     fn cpus_of(&self, t: ThreadTarget) -> CpuSet {
         match t {
-            ThreadTarget::Node(n) => self.machine.node(n).cpus.clone(),
+            ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => self.machine.node(n).cpus.clone(),
             ThreadTarget::Cpu(c) => {
                 let mut s = CpuSet::new();
                 s.insert_raw(c.0);
@@ -461,6 +461,18 @@ impl Actuator for LinuxActuator {
                 }
             }
             match sys::set_affinity(t.tid, &cpus) {
+                // An unpinned move: the kernel moved the thread when its affinity excluded
+                // its CPU; the original affinity goes back at once (best effort: a sleeping
+                // thread picks its CPU at wake-up, from the mask it has then).
+                Ok(()) if matches!(t.to, ThreadTarget::NodeUnpinned(_)) => {
+                    if let Some(orig) = self.saved.remove(&t.tid) {
+                        if let Err(e) = sys::set_affinity(t.tid, &orig) {
+                            self.saved.insert(t.tid, orig);
+                            tracing::warn!(tid = t.tid, error = %e, "could not restore affinity after an unpinned move");
+                        }
+                    }
+                    report.threads_moved += 1;
+                }
                 Ok(()) => report.threads_moved += 1,
                 Err(e) => {
                     *self.thread_failures.entry(sys::errno_name(e.raw_os_error().unwrap_or(0))).or_default() += 1;

@@ -176,12 +176,13 @@ impl Policy for Selective {
         let mem_nodes = snap.memory_nodes();
         let share_cap = (self.cfg.balance / mem_nodes.len().max(1) as f64 * total as f64).ceil() as u64;
 
-        // Candidates: history entries touched this epoch that recur, moved whole (the union
-        // of the fragments seen so far), highest counter first, then most accessed.
+        // Candidates: history entries touched this epoch that recur, moved whole (the largest
+        // extent seen from that start), highest counter first, then most accessed.
         let mut cand: std::collections::BTreeMap<(u32, u64), Seen> = Default::default();
         for s in seen.iter().filter(|s| s.count >= self.cfg.min_count) {
             let r = s.region;
-            let Some((start, e)) = self.history.entry_at(r.app, r.start_vpn) else { continue };
+            let start = r.start_vpn;
+            let Some(e) = self.history.get(r.app, start) else { continue };
             let c = cand.entry((r.app, start)).or_insert_with(|| Seen {
                 region: InferredRegion { app: r.app, start_vpn: start, npages: e.npages, sampled_pages: 0 },
                 by_cpu_node: vec![0; nn],
