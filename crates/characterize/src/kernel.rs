@@ -215,7 +215,7 @@ pub(crate) fn affinity_error(cpu: u32, source: std::io::Error) -> CharError {
              restrictions, or use a machine model whose groups name allowed CPUs"
         )
     };
-    CharError::Affinity { cpu, source, hint }
+    CharError::Affinity { cpu, error: source, hint }
 }
 
 #[cfg(test)]

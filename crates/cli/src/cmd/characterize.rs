@@ -46,9 +46,10 @@ pub struct Args {
     /// machine file). Default: this machine when its nodes match MLC's, else a placeholder.
     #[arg(long, value_name = "MACHINE", requires = "import_mlc")]
     machine: Option<String>,
-    /// With --import-mlc and a placeholder structure: CPUs per node to invent.
-    #[arg(long, value_name = "N", default_value_t = 4, requires = "import_mlc")]
-    cpus_per_node: usize,
+    /// With --import-mlc and a placeholder structure: CPUs per node to invent (1 to 4096).
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "import_mlc",
+          value_parser = clap::value_parser!(u32).range(1..=ptb_characterize::import::MAX_CPUS_PER_NODE as i64))]
+    cpus_per_node: u32,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -344,11 +345,11 @@ fn print_results(m: &Machine, c: &Characterisation) {
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| CharError::Io { path: path.into(), source }.into())
+    Ok(ptb_topology::input::read_text(path, "MLC output", ptb_topology::input::cap::MLC)?)
 }
 
 fn mlc_err(path: &Path) -> impl Fn(mlc::MlcError) -> anyhow::Error + '_ {
-    move |source| CharError::Mlc { path: path.into(), source }.into()
+    move |error| CharError::Mlc { path: path.into(), error }.into()
 }
 
 fn import_mlc(args: &Args, path: &Path) -> Result<()> {
@@ -377,7 +378,7 @@ fn import_mlc(args: &Args, path: &Path) -> Result<()> {
                      known machine.",
                     args.cpus_per_node
                 );
-                import::placeholder(&bw, &name, args.cpus_per_node)
+                import::placeholder(&bw, &name, args.cpus_per_node as usize)?
             }
         },
     };
