@@ -16,6 +16,7 @@
 //! of the range: mbind(2) only acts on the caller's own address space, so for a managed
 //! process ranges go through move_pages; mbind is used where ptb owns the memory.
 
+use crate::identity::Gate;
 use crate::procfs::ProcRoot;
 use crate::sys;
 use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
@@ -23,6 +24,7 @@ use ptb_profile::Tid;
 use ptb_topology::{CpuSet, Machine, NodeIdx};
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
 
 /// Tuning of the real actuator.
 #[derive(Clone, Debug)]
@@ -249,6 +251,21 @@ pub struct LinuxActuator {
     retry: RetryQueue,
     /// Page-level record of the last apply, when `keep_journal` was called.
     journal: Option<Journal>,
+    /// Asked before every thread and page move and every restore: is this still the process
+    /// (thread) ptb took? Closed until the daemon sets it.
+    gate: Arc<dyn Gate>,
+}
+
+/// The gate of a new actuator: nothing passes until [`LinuxActuator::set_gate`].
+struct Closed;
+
+impl Gate for Closed {
+    fn pid_ok(&self, _pid: u32) -> bool {
+        false
+    }
+    fn tid_ok(&self, _tid: u32) -> bool {
+        false
+    }
 }
 
 impl LinuxActuator {
@@ -273,7 +290,13 @@ impl LinuxActuator {
             thread_failures: BTreeMap::new(),
             retry: RetryQueue::default(),
             journal: None,
+            gate: Arc::new(Closed),
         })
+    }
+
+    /// Who may be touched: every move and restore asks `gate` first (see [`crate::identity`]).
+    pub fn set_gate(&mut self, gate: Arc<dyn Gate>) {
+        self.gate = gate;
     }
 
     /// Keep a page-level journal of every apply from now on.
@@ -311,11 +334,14 @@ impl LinuxActuator {
         }
     }
 
-    /// Put back the original affinity of every thread moved so far (threads that exited are
-    /// skipped). Returns how many were restored.
+    /// Put back the original affinity of every thread moved so far. Threads that exited, and
+    /// thread ids now held by another thread, are skipped. Returns how many were restored.
     pub fn restore_affinities(&mut self) -> usize {
         let mut n = 0;
         for (tid, cpus) in std::mem::take(&mut self.saved) {
+            if !self.gate.tid_ok(tid) {
+                continue;
+            }
             match sys::set_affinity(tid, &cpus) {
                 Ok(()) => n += 1,
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
@@ -404,6 +430,10 @@ impl Actuator for LinuxActuator {
     fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
         let mut report = ApplyReport::default();
         for t in &plan.threads {
+            if !self.gate.tid_ok(t.tid) {
+                *self.thread_failures.entry("gone".into()).or_default() += 1;
+                continue;
+            }
             let cpus = self.cpus_of(t.to);
             if let std::collections::btree_map::Entry::Vacant(slot) = self.saved.entry(t.tid) {
                 match sys::get_affinity(t.tid) {
@@ -429,6 +459,9 @@ impl Actuator for LinuxActuator {
             moves.entry(p.page.app).or_default().push((p.page.vpn * ps, self.kernel_node(p.to)));
         }
         for r in &plan.ranges {
+            if !self.gate.pid_ok(r.app) {
+                continue;
+            }
             let m = self.expand_range(r.app, r.start_vpn, r.npages, &r.op);
             moves.entry(r.app).or_default().extend(m);
             report.ranges_applied += 1;
@@ -451,6 +484,11 @@ impl Actuator for LinuxActuator {
         }
         let mut used = 0;
         for (pid, ms) in admitted {
+            // Checked again just before the moves: the process may have exited meanwhile.
+            if !self.gate.pid_ok(pid) {
+                *report.pages_failed.entry("gone".into()).or_default() += ms.len() as u64;
+                continue;
+            }
             let c = move_pages_batched(pid, &ms, self.cfg.workers, self.cfg.batch);
             used += ms.len() as u64;
             report.pages_moved += c.moved;
@@ -468,6 +506,14 @@ impl Actuator for LinuxActuator {
             *b = b.saturating_sub(used);
         }
         Ok(report)
+    }
+}
+
+impl Drop for LinuxActuator {
+    /// Whatever ends the daemon (an error, a panic unwinding), moved threads get their
+    /// affinity back.
+    fn drop(&mut self) {
+        self.restore_affinities();
     }
 }
 

@@ -37,7 +37,7 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
     let kind = det.pick(&cfg.source)?;
     let period = cfg.period.unwrap_or(if kind == crate::perf::SourceKind::PageFaults { 1 } else { 4096 });
     let mut src = PerfSource::new(kind, period);
-    let f = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let f = ptb_topology::input::create(out, "trace", false).map_err(|e| e.to_string())?;
     let mut w = TraceWriter::new(BufWriter::new(f));
     let io = |e: std::io::Error| format!("{}: {e}", out.display());
     w.write(&TraceRecord::Header {

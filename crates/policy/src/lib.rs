@@ -29,7 +29,7 @@ pub mod ptb_classic;
 pub mod selective;
 
 pub use actuator::{Actuator, ApplyReport, Capabilities};
-pub use kind::{build, PolicyKind, PolicySpec};
+pub use kind::{build, check_params, PolicyKind, PolicySpec};
 pub use params::{ParamDoc, Params, Section};
 pub use plan::{
     validate_plan, AllocPolicy, PageMove, Plan, PlanError, RangeAction, RangeOp, SamplingMode, SamplingRequest,

@@ -26,7 +26,7 @@ impl Params {
         Self::default()
     }
 
-    /// Add `policy.key=value` (from `--set`).
+    /// Add `policy.key=value` (from `--set`). An unknown policy name is refused.
     pub fn set_assignment(&mut self, text: &str) -> Result<(), PolicyError> {
         let bad = || PolicyError::Config(format!("--set `{text}`: expected POLICY.KEY=VALUE, e.g. ptb-classic.c2=1.5"));
         let (lhs, value) = text.split_once('=').ok_or_else(bad)?;
@@ -34,6 +34,7 @@ impl Params {
         if policy.is_empty() || key.is_empty() {
             return Err(bad());
         }
+        known_policy(policy.trim(), &format!("--set `{text}`"))?;
         self.insert(policy.trim(), key.trim(), value.trim(), "--set");
         Ok(())
     }
@@ -46,6 +47,7 @@ impl Params {
             let t = v.as_table().ok_or_else(|| {
                 PolicyError::Config(format!("{origin}: `{policy}` must be a table like [{policy}] of key = value"))
             })?;
+            known_policy(&policy, &format!("{origin}: table [{policy}]"))?;
             for (k, v) in t {
                 let text = match v {
                     toml::Value::String(s) => s.clone(),
@@ -73,6 +75,15 @@ impl Params {
     pub fn policies(&self) -> impl Iterator<Item = &str> {
         self.map.keys().map(String::as_str)
     }
+}
+
+/// Refuse a policy name no policy has (`ptbb`): its parameters would be ignored silently.
+fn known_policy(name: &str, at: &str) -> Result<(), PolicyError> {
+    if crate::PolicyKind::ALL.iter().any(|k| k.name() == name) {
+        return Ok(());
+    }
+    let names: Vec<&str> = crate::PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    Err(PolicyError::Config(format!("{at}: no policy is called `{name}` (policies: {})", names.join(", "))))
 }
 
 /// Typed reads of one policy's parameters.
@@ -108,6 +119,16 @@ impl Section<'_> {
         if !v.is_finite() || v < lo || v > hi {
             let origin = self.raw(key).map(|x| x.1.clone()).unwrap_or_default();
             return Err(self.err(key, &origin, format!("{v} is outside [{lo}, {hi}]")));
+        }
+        Ok(v)
+    }
+
+    /// An integer within `[lo, hi]` (a value outside is refused, never clamped: `period=0`
+    /// or `epoch_ms=0` is a mistake to report, not to correct silently).
+    pub fn u64_in(&self, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, PolicyError> {
+        let v: u64 = self.get(key, default)?;
+        if v < lo || v > hi {
+            return Err(self.err(key, &self.origin(key), format!("{v} is outside {lo}..={hi}")));
         }
         Ok(v)
     }
@@ -152,6 +173,14 @@ mod tests {
         let e = s.finish().unwrap_err().to_string();
         assert!(e.contains("bogus") && e.contains("--set"), "{e}");
         assert!(p.set_assignment("nodot=1").is_err());
+        // Unknown policy names were accepted (and their parameters ignored).
+        let e = p.set_assignment("ptbb.x=1").unwrap_err().to_string();
+        assert!(e.contains("`ptbb`") && e.contains("ptb-classic"), "{e}");
+        let e = p.add_toml("[ptbb]\nx = 1\n", "f.toml").unwrap_err().to_string();
+        assert!(e.contains("f.toml") && e.contains("[ptbb]"), "{e}");
+        p.set_assignment("ptb.period=0").unwrap();
+        let e = p.section("ptb").u64_in("period", 8192, 1, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("period") && e.contains("outside"), "{e}");
         assert!(p.add_toml("x = 1", "f.toml").unwrap_err().to_string().contains("f.toml"));
     }
 }

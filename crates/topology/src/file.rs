@@ -135,7 +135,7 @@ pub fn save(m: &Machine, path: &Path) -> Result<(), TopologyError> {
     } else {
         to_toml(m)?
     };
-    std::fs::write(path, text).map_err(|e| TopologyError::Write { path: path.into(), error: e })
+    crate::input::write_text(path, "machine file", &text).map_err(TopologyError::from)
 }
 
 #[cfg(test)]

@@ -45,11 +45,14 @@ pub struct InputError {
     pub reason: String,
     /// The I/O error, if the refusal came from one (e.g. to tell a missing file apart).
     pub io: Option<std::io::ErrorKind>,
+    /// True for a file ptb was to write.
+    pub output: bool,
 }
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot read {} `{}`: {}", self.what, self.path.display(), self.reason)
+        let verb = if self.output { "write" } else { "read" };
+        write!(f, "cannot {verb} {} `{}`: {}", self.what, self.path.display(), self.reason)
     }
 }
 
@@ -57,11 +60,11 @@ impl std::error::Error for InputError {}
 
 impl InputError {
     fn new(path: &Path, what: &str, reason: impl Into<String>) -> Self {
-        InputError { path: path.into(), what: what.into(), reason: reason.into(), io: None }
+        InputError { path: path.into(), what: what.into(), reason: reason.into(), io: None, output: false }
     }
     fn io(path: &Path, what: &str, e: &std::io::Error) -> Self {
         let reason = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
             std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
             _ => e.to_string(),
         };
@@ -161,6 +164,59 @@ pub fn for_each_line<R: std::io::BufRead, E>(
     }
 }
 
+/// Open a file ptb writes (statistics, plan logs, traces, machine files) without following a
+/// symbolic link in its last component and only if it is a regular file owned by ptb's own
+/// user: a root ptb writing `/tmp/stats.json` must not overwrite what another user planted
+/// there (a symlink to a root file, or a file they own and would then read). `append` keeps
+/// what is there; otherwise the file is truncated.
+pub fn create(path: &Path, what: &str, append: bool) -> Result<std::fs::File, InputError> {
+    let out = |e: InputError| InputError { output: true, ..e };
+    create_inner(path, what, append).map_err(out)
+}
+
+fn create_inner(path: &Path, what: &str, append: bool) -> Result<std::fs::File, InputError> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    if append {
+        o.append(true);
+    }
+    let f = o.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            InputError::new(path, what, "it is a symbolic link; give the file itself")
+        } else {
+            InputError::io(path, what, &e)
+        }
+    })?;
+    let meta = f.metadata().map_err(|e| InputError::io(path, what, &e))?;
+    if !meta.file_type().is_file() {
+        return Err(InputError::new(path, what, "it exists and is not a regular file"));
+    }
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(InputError::new(
+            path,
+            what,
+            format!(
+                "it belongs to uid {}, not to you (uid {me}); refusing to write a file another user owns",
+                meta.uid()
+            ),
+        ));
+    }
+    if !append {
+        f.set_len(0).map_err(|e| InputError::io(path, what, &e))?;
+    }
+    Ok(f)
+}
+
+/// [`create`] then write all of `text`.
+pub fn write_text(path: &Path, what: &str, text: &str) -> Result<(), InputError> {
+    use std::io::Write;
+    let mut f = create(path, what, false)?;
+    f.write_all(text.as_bytes()).map_err(|e| InputError { output: true, ..InputError::io(path, what, &e) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +256,33 @@ mod tests {
         assert!(s.contains("Uid:"));
         let e = read_text(Path::new("/proc/self/status"), "status", 10).unwrap_err().to_string();
         assert!(e.contains("grew beyond"), "{e}");
+    }
+
+    /// A planted symlink or another user's file is never written through.
+    #[test]
+    fn outputs_refuse_symlinks_and_other_users_files() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("precious");
+        std::fs::write(&target, "keep").unwrap();
+        let link = d.path().join("stats.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = write_text(&link, "statistics", "x").unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        let p = d.path().join("out.json");
+        write_text(&p, "statistics", "one").unwrap();
+        write_text(&p, "statistics", "two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        std::io::Write::write_all(&mut create(&p, "log", true).unwrap(), b"+").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two+");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::lchown(&p, Some(65534), None).unwrap();
+            let e = write_text(&p, "statistics", "x").unwrap_err().to_string();
+            assert!(e.contains("belongs to uid 65534"), "{e}");
+        }
+        let e = write_text(Path::new("/dev/null"), "statistics", "x").unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -84,14 +84,14 @@ impl Config {
         let s = p.section("asymsched");
         let spg = s.f64_in("s_per_gb", 0.0, 0.0, 1000.0)?;
         let c = Config {
-            cycle: Duration::from_millis(s.get::<u64>("cycle_ms", 1000)?.max(1)),
-            sample_period: s.get::<u64>("sample_period", 4096)?.max(1),
+            cycle: Duration::from_millis(s.u64_in("cycle_ms", 1000, 1, 3_600_000)?),
+            sample_period: s.u64_in("sample_period", 4096, 1, u64::MAX)?,
             keep: s.f64_in("keep", 0.9, 0.0, 1.0)?,
             budget: s.f64_in("budget", 0.05, 0.0, 1.0)?,
             s_per_gb: (spg > 0.0).then_some(spg),
             full_after: Duration::from_millis(s.get("full_after_ms", 2000)?),
             full_threshold: s.f64_in("full_threshold", 0.9, 0.0, 1.0)?,
-            max_placements: s.get::<u64>("max_placements", 200_000)?.max(1),
+            max_placements: s.u64_in("max_placements", 200_000, 1, u64::MAX)?,
         };
         s.finish()?;
         Ok(c)
