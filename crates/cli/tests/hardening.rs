@@ -240,3 +240,20 @@ fn device_files_and_fifos_are_refused_everywhere() {
         }
     }
 }
+
+/// The final statistics said `targets_alive: 1` after "every target has exited".
+#[test]
+fn final_stats_count_no_target_alive_after_they_exited() {
+    let d = tempfile::tempdir().unwrap();
+    let stats = d.path().join("s.json");
+    let mut args = vec!["run"];
+    args.extend(DRY);
+    args.extend(["--cycle", "50", "--stats", stats.to_str().unwrap(), "--", "sh", "-c", "sleep 0.4"]);
+    let out = ptb().env("PTB_RUN_DIR", d.path().join("run")).args(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("every target has exited"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["targets_alive"], 0, "{v}");
+    assert!(v["cycles"].as_u64().unwrap() >= 2, "{v}");
+}

@@ -580,6 +580,7 @@ mod tests {
     use super::*;
     use ptb_policy::{PageMove, RangeAction, ThreadMove};
     use ptb_profile::PageKey;
+    use std::sync::Arc;
 
     fn plan() -> Plan {
         Plan {
@@ -656,6 +657,57 @@ mod tests {
         // Pages to node 0 beyond its 2 free pages: i = 4, 6; then the budget runs out: i = 8, 9.
         assert_eq!(rep.pages_failed.get("headroom"), Some(&2));
         assert_eq!(rep.pages_failed.get("budget"), Some(&2));
+    }
+
+    /// A gate that lets one thread id through (or none).
+    struct OnlyTid(Option<u32>);
+    impl Gate for OnlyTid {
+        fn pid_ok(&self, _pid: u32) -> bool {
+            self.0.is_some()
+        }
+        fn tid_ok(&self, tid: u32) -> bool {
+            self.0 == Some(tid)
+        }
+    }
+
+    /// The actuator asks the gate before every move and every restore: a thread id the daemon
+    /// no longer knows (its process exited, the id went to another process) is never touched.
+    /// Before, any tid in a plan was moved and restored blindly.
+    #[test]
+    fn nothing_moves_or_is_restored_without_the_gate() {
+        let root = ProcRoot::live();
+        let m = crate::live::machine(&root).unwrap();
+        let cpus = sys::get_affinity(std::process::id()).unwrap();
+        if cpus.len() < 2 {
+            eprintln!("skipped: needs two CPUs");
+            return;
+        }
+        let first = ptb_topology::CpuId(cpus.first_raw().unwrap());
+        let mut child = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+        let tid = child.id();
+        let plan = Plan { threads: vec![ThreadMove { tid, to: ThreadTarget::Cpu(first) }], ..Default::default() };
+        let mut a = LinuxActuator::new(m.clone(), root.clone(), ActuatorConfig::default()).unwrap();
+        // A new actuator is closed until the daemon gives it a gate.
+        a.apply(&plan).unwrap();
+        assert_eq!(a.thread_failures.get("gone"), Some(&1));
+        assert_eq!(sys::get_affinity(tid).unwrap(), cpus);
+        a.set_gate(Arc::new(OnlyTid(Some(tid))));
+        assert_eq!(a.apply(&plan).unwrap().threads_moved, 1);
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        // The thread id now "belongs to someone else": restore must not touch it.
+        a.set_gate(Arc::new(OnlyTid(None)));
+        assert_eq!(a.restore_affinities(), 0);
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        // Dropping an actuator (as a panic unwinding does) restores what it moved.
+        sys::set_affinity(tid, &cpus).unwrap();
+        let mut b = LinuxActuator::new(m, root, ActuatorConfig::default()).unwrap();
+        b.set_gate(Arc::new(OnlyTid(Some(tid))));
+        b.apply(&plan).unwrap();
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        drop(b);
+        assert_eq!(sys::get_affinity(tid).unwrap(), cpus);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// Real move_pages on this process: moving pages to the node they are on succeeds

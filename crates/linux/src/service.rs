@@ -258,6 +258,7 @@ pub fn run(setup: Setup) -> Result<Summary, String> {
             say!("ptb daemon: the loop of pid {pid} failed (a bug, please report it)");
         }
         sum.detached += 1;
+        say!("ptb daemon: let go of pid {pid}");
     }
     Ok(sum)
 }

@@ -298,14 +298,18 @@ pub fn text_matrix(title: &str, m: &Machine, mx: &Matrix, extra: Option<&Vec<Vec
     };
     let cells: Vec<Vec<String>> = (0..mx.n_rows()).map(|r| (0..mx.n_cols()).map(|c| cell(r, c)).collect()).collect();
     let cw = cells.iter().flatten().map(String::len).max().unwrap_or(6).max(7) + 2;
-    let mut s = format!("{title}\n{:lw$}  {:>cw$}\n{:lw$}", "", "Numa node", "CPU group");
+    // Padded by hand: `format!` widths panic above 65,535 (a group name may be longer).
+    let pad = ptb_topology::render::pad;
+    let mut s =
+        format!("{title}\n{}  {}\n{}", pad("", lw, true), pad("Numa node", cw, false), pad("CPU group", lw, true));
     for n in &m.nodes {
-        s.push_str(&format!("{:>cw$}", n.id.0));
+        s.push_str(&pad(&n.id.0.to_string(), cw, false));
     }
     for (r, row) in cells.iter().enumerate() {
-        s.push_str(&format!("\n{:>lw$}", rows[r]));
+        s.push('\n');
+        s.push_str(&pad(&rows[r], lw, false));
         for v in row {
-            s.push_str(&format!("{v:>cw$}"));
+            s.push_str(&pad(v, cw, false));
         }
     }
     s.push('\n');
