@@ -181,5 +181,9 @@ if ! ptb attach 1 --policy interleave 2>/dev/null && ! ptb attach 2 --policy int
 ptb bench actuator --mb 32 2>&1; brc=$?
 [ $brc = 0 ] && pass "bench-actuator ran" || fail "bench-actuator: rc=$brc"
 
+# 10. The system-wide service under churn for SOAK_S seconds (tests/vm/soak.sh; run.sh sets
+#     SOAK_S on the kernel command line of one kernel only).
+if [ "${SOAK_S:-0}" -gt 0 ]; then /bin/soak "$SOAK_S"; fails=$((fails + $?)); fi
+
 echo "guest tests: $fails failed"
 exit $fails

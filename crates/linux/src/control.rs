@@ -591,6 +591,27 @@ mod tests {
         assert!(!p.exists());
     }
 
+    proptest::proptest! {
+        /// Fuzz target of the control protocol: any line a client sends is answered (or
+        /// refused as not a request), never a panic, and never pauses a program the sender
+        /// does not own.
+        #[test]
+        fn any_request_line_is_answered_safely(
+            line in "\\{\"op\":\"(roi|status|x)\"(,\"pid\":[0-9]{1,11})?(,\"on\":(true|false|1))?\\}|\\PC{0,60}",
+            peer in 0u32..3000,
+        ) {
+            let sh = Shared::new("daemon", None);
+            sh.register(program(10, 1000));
+            let a = match serde_json::from_str::<Request>(&line) {
+                Ok(req) => sh.answer(&req, peer),
+                Err(_) => Answer::default(),
+            };
+            if peer != 0 && peer != 1000 && peer != sh.euid {
+                proptest::prop_assert!(!sh.paused(10), "{line} from {peer}: {a:?}");
+            }
+        }
+    }
+
     /// A socket planted in a directory another user can write is never contacted.
     #[test]
     fn clients_skip_untrusted_directories() {

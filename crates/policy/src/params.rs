@@ -155,6 +155,39 @@ impl Section<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const CONFIG: &str = "[ptb]\npayback = 2.5\nperiod = 4096\n[ptb-classic]\nc2 = 1.5\nmin_acc = 8\n\
+                          [selective]\nepoch_ms = 100\n[weighted-interleave]\nweights = \"0:3,1:1\"\n";
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Fuzz target of `--config` files and `--set`: a valid config with bytes inserted, cut
+        /// or replaced, and random assignments, are taken or refused with their origin, never
+        /// a panic, also when every named policy is built from them.
+        #[test]
+        fn mutated_configs_never_panic(
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[a-z0-9=\\[\\]\"\n._:,-]{0,8}"), 1..5),
+            set in "[a-z_.-]{0,12}=[a-z0-9.:,-]{0,8}",
+        ) {
+            let mut t = CONFIG.to_string();
+            for (at, op, junk) in edits {
+                let i = at.index(t.len() + 1);
+                let j = (i + junk.len()).min(t.len());
+                match op {
+                    0 => t.insert_str(i, &junk),
+                    1 => t.replace_range(i..j, ""),
+                    _ => t.replace_range(i..j, &junk),
+                }
+            }
+            let mut p = Params::new();
+            if let Err(e) = p.add_toml(&t, "fuzz.toml") {
+                prop_assert!(e.to_string().contains("fuzz.toml"), "{}", e);
+            }
+            let _ = p.set_assignment(&set);
+            let _ = crate::check_params(&p);
+        }
+    }
 
     #[test]
     fn reads_set_and_toml_and_refuses_unknown_keys() {

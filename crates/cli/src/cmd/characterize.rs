@@ -82,11 +82,9 @@ fn check_writable(p: &Path) -> Result<()> {
     if p.is_dir() {
         bail!("cannot write {}: it is a directory (give a file name)", p.display());
     }
-    let existed = p.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(p)
+    let existed = p.symlink_metadata().is_ok();
+    // The same checks as the final write: a regular file of ours, not through a symlink.
+    ptb_topology::input::create(p, "output", true)
         .with_context(|| format!("cannot write {} (choose a writable path)", p.display()))?;
     if !existed {
         let _ = std::fs::remove_file(p);
