@@ -22,8 +22,9 @@ fail() { echo "VMTEST FAIL [$(up)s] $*"; bad=$((bad + 1)); }
 D=/tmp/soak
 rm -rf $D && mkdir -p $D
 ALL=$(cat /sys/devices/system/cpu/online)
-RSS_GROWTH_KB=16384   # the bound: resident memory may grow at most 16 MiB after the first minute
-RSS_MAX_KB=98304      # and never exceed 96 MiB
+RSS_GROWTH_KB=8192    # the bound: resident memory may grow at most 8 MiB after the first minute
+RSS_MAX_KB=49152      # and never exceed 48 MiB
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up   # the metrics endpoint is on loopback
 for k in pin mix ptb; do cp /bin/ptb-testapp $D/soak-$k; done
 cat > $D/ptb.toml <<EOF
 [daemon]
@@ -59,8 +60,13 @@ ptb daemon --config $D/ptb.toml 2> $D/daemon.err & DPID=$!
 
 # The affinity of every thread of a process, one line.
 aff() { for s in /proc/$1/task/*/status; do awk '/Cpus_allowed_list/{print $2}' $s 2>/dev/null; done | sort -u | tr '\n' ' '; }
-# State letter of a process ("" when gone).
+# State letter and start time of a process ("" when gone). The shell reaps background
+# children whenever it waits for a foreground command, so a pid may name another process by
+# the time it is checked: every process here is tracked as pid:starttime.
 state() { cut -d')' -f2 /proc/$1/stat 2>/dev/null | awk '{print $1}'; }
+start_of() { cut -d')' -f2 /proc/$1/stat 2>/dev/null | awk '{print $20}'; }
+# True while pid $1 is the process that started at $2 and has not exited.
+same() { [ "$(start_of $1)" = "$2" ] && [ "$(state $1)" != Z ]; }
 
 APPS=""; CANARIES=""; n=0; started=0; ok=0; failed_apps=0; canaries=0; touched=0; reused=0; chases=0
 rss_first=""; rss_max=0; t_end=$(( $(now) + S )); t_rss=0; t_start=$(now)
@@ -69,19 +75,21 @@ start_app() {
   n=$((n + 1)); kind=$(shuf -n1 -e pin mix ptb); th=$(shuf -i 2-3 -n1); mb=$(shuf -i 4-12 -n1); s=$(shuf -i 3-12 -n1)
   extra=""; [ $kind = ptb ] && extra="--partition --refault-ms 100 --refault-parts 4"
   $D/soak-$kind --threads $th --mb $mb --seconds $s $extra > $D/app.$n.out 2>&1 &
-  APPS="$APPS $!:$n"; started=$((started + 1))
+  p=$!; APPS="$APPS $p:$n:$(start_of $p)"; started=$((started + 1))
 }
 start_canary() {  # a selected name, but 2 threads (< min_threads), pinned to CPU 1
   n=$((n + 1))
   taskset -c 1 $D/soak-pin --threads 1 --mb 2 --seconds $(shuf -i 2-8 -n1) > $D/canary.$n.out 2>&1 &
-  CANARIES="$CANARIES $!"; canaries=$((canaries + 1))
+  p=$!; CANARIES="$CANARIES $p:$(start_of $p)"; canaries=$((canaries + 1))
 }
 # Start processes pinned to CPU 1 until one gets pid $1 (a pid the daemon managed and let go).
 chase() {
   i=0; chases=$((chases + 1))
   while [ $i -lt 400 ]; do
     taskset -c 1 sleep 15 & c=$!
-    if [ "$c" = "$1" ]; then CANARIES="$CANARIES $c"; canaries=$((canaries + 1)); reused=$((reused + 1)); return 0; fi
+    if [ "$c" = "$1" ]; then
+      CANARIES="$CANARIES $c:$(start_of $c)"; canaries=$((canaries + 1)); reused=$((reused + 1)); return 0
+    fi
     kill $c 2>/dev/null; wait $c 2>/dev/null
     i=$((i + 1))
   done
@@ -90,9 +98,9 @@ chase() {
 reap_apps() {
   left=""
   for e in $APPS; do
-    p=${e%:*}; k=${e#*:}; st=$(state $p)
-    if [ -z "$st" ] || [ "$st" = Z ]; then
-      wait $p; rc=$?
+    p=${e%%:*}; k=${e#*:}; t=${k#*:}; k=${k%%:*}
+    if ! same $p $t; then
+      wait $p; rc=$?   # the shell keeps the status of a job it reaped early
       if [ $rc = 0 ] && grep -q 'checksum=ok' $D/app.$k.out; then ok=$((ok + 1))
       else failed_apps=$((failed_apps + 1)); echo "app $k (pid $p) rc=$rc:"; tail -3 $D/app.$k.out; fi
     else left="$left $e"; fi
@@ -101,12 +109,14 @@ reap_apps() {
 }
 check_canaries() {
   left=""
-  for p in $CANARIES; do
-    st=$(state $p)
-    if [ -z "$st" ] || [ "$st" = Z ]; then wait $p 2>/dev/null; continue; fi
+  for e in $CANARIES; do
+    p=${e%:*}; t=${e#*:}
+    if ! same $p $t; then wait $p 2>/dev/null; continue; fi
     a=$(aff $p)
-    if [ "$a" != "1 " ]; then touched=$((touched + 1)); echo "canary $p: affinity [$a], was [1]"; fi
-    left="$left $p"
+    # Read again after the affinities: the canary may have exited (and its pid been reused)
+    # while they were read.
+    if [ "$a" != "1 " ] && same $p $t; then touched=$((touched + 1)); echo "canary $p: affinity [$a], was [1]"; fi
+    left="$left $e"
   done
   CANARIES=$left
 }
@@ -125,8 +135,9 @@ while [ $(now) -lt $t_end ]; do
   fi
   # Canaries are never listed as managed.
   st=$(ptb status --json 2>/dev/null)
-  for p in $CANARIES; do
-    if echo "$st" | grep -q "\"pid\": $p,"; then touched=$((touched + 1)); echo "canary $p is managed"; fi
+  for e in $CANARIES; do
+    p=${e%:*}
+    if echo "$st" | grep -q "\"pid\": $p," && same $p ${e#*:}; then touched=$((touched + 1)); echo "canary $p is managed"; fi
   done
   if [ $(( $(now) - t_rss )) -ge 10 ]; then
     t_rss=$(now); r=$(awk '/VmRSS/{print $2}' /proc/$DPID/status 2>/dev/null)
@@ -137,25 +148,28 @@ while [ $(now) -lt $t_end ]; do
   sleep 0.5
 done
 rss_last=$(awk '/VmRSS/{print $2}' /proc/$DPID/status 2>/dev/null)
-metrics=$(wget -q -O - http://127.0.0.1:9464/metrics 2>/dev/null | grep -c '^ptb_')
+wget -q -O $D/metrics http://127.0.0.1:9464/metrics || echo "soak: wget of /metrics failed"
+metrics=$(grep -c '^ptb_' $D/metrics)
+grep -E '^ptb_daemon_(programs|attached_total|rss_bytes)' $D/metrics
 
 # Clean shutdown: pinned programs still running get their affinity back.
 for i in 1 2; do
-  n=$((n + 1)); $D/soak-pin --threads 3 --mb 4 --seconds 25 > $D/app.$n.out 2>&1 & FINAL="$FINAL $!:$n"
+  n=$((n + 1)); $D/soak-pin --threads 3 --mb 4 --seconds 25 > $D/app.$n.out 2>&1 &
+  p=$!; FINAL="$FINAL $p:$n:$(start_of $p)"
 done
 i=0; pinned=0
 while [ $i -lt 100 ] && [ $pinned -lt 2 ]; do
   pinned=0
-  for e in $FINAL; do p=${e%:*}; a=$(aff $p); [ -n "$a" ] && [ "$a" != "$ALL " ] && pinned=$((pinned + 1)); done
+  for e in $FINAL; do p=${e%%:*}; a=$(aff $p); [ -n "$a" ] && [ "$a" != "$ALL " ] && pinned=$((pinned + 1)); done
   sleep 0.2; i=$((i + 1))
 done
 kill -TERM $DPID; wait $DPID; drc=$?
 sleep 0.3
 restored=0
-for e in $FINAL; do p=${e%:*}; a=$(aff $p); [ "$a" = "$ALL " ] && restored=$((restored + 1)) || echo "pid $p after SIGTERM: [$a], want [$ALL]"; done
+for e in $FINAL; do p=${e%%:*}; a=$(aff $p); [ "$a" = "$ALL " ] && restored=$((restored + 1)) || echo "pid $p after SIGTERM: [$a], want [$ALL]"; done
 APPS="$APPS $FINAL"
 while [ -n "$(echo $APPS)" ]; do reap_apps; check_canaries; sleep 0.5; done
-for p in $CANARIES; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
+for e in $CANARIES; do p=${e%:*}; same $p ${e#*:} && kill $p 2>/dev/null; wait $p 2>/dev/null; done
 echo $old_pid_max > /proc/sys/kernel/pid_max
 tail -5 $D/daemon.err
 managed=$(grep -c 'taking pid' $D/daemon.err); let_go=$(grep -c 'let go of pid' $D/daemon.err)

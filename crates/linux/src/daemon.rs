@@ -441,14 +441,12 @@ pub fn run(
     if let Some(sig) = signal {
         say!("{label}: stopping on signal {sig}");
         for t in targets.iter_mut() {
-            if let Some(c) = &mut t.child {
-                // Our own child, not reaped yet: its pid cannot name another process.
-                if child_status.is_none() {
-                    if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
-                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(t.pid as i32), s);
-                    }
-                }
-                child_status = c.wait().ok();
+            if t.child.is_some() && child_status.is_none() {
+                // Our own child, not reaped yet (its pid cannot name another process): it gets
+                // this signal and every later one until it exits.
+                let code = safety::supervise(t.pid);
+                let raw = if code > 128 { code - 128 } else { code << 8 };
+                child_status = Some(std::os::unix::process::ExitStatusExt::from_raw(raw));
             }
         }
     } else if stopped() {
