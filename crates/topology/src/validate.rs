@@ -38,6 +38,11 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
     if m.name.trim().is_empty() {
         return bad("name".into(), "a machine needs a name".into());
     }
+    if let Some(g) = m.clock_ghz {
+        if !(g.is_finite() && (0.1..=10.0).contains(&g)) {
+            return bad("clock_ghz".into(), format!("{g} is not a core clock in GHz (0.1 to 10)"));
+        }
+    }
     if !m.page_size.is_power_of_two() || !(MIN_PAGE..=MAX_PAGE).contains(&m.page_size) {
         return bad(
             "page_size".into(),
