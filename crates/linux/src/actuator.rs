@@ -254,6 +254,8 @@ pub struct LinuxActuator {
     /// Asked before every thread and page move and every restore: is this still the process
     /// (thread) ptb took? Closed until the daemon sets it.
     gate: Arc<dyn Gate>,
+    /// Plans applied so far.
+    applies: u64,
 }
 
 /// The gate of a new actuator: nothing passes until [`LinuxActuator::set_gate`].
@@ -291,6 +293,7 @@ impl LinuxActuator {
             retry: RetryQueue::default(),
             journal: None,
             gate: Arc::new(Closed),
+            applies: 0,
         })
     }
 
@@ -429,6 +432,13 @@ impl Actuator for LinuxActuator {
 
     fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
         let mut report = ApplyReport::default();
+        // Threads that are gone have nothing to restore: forget them now and then, so a
+        // program that keeps starting threads does not grow this table.
+        self.applies += 1;
+        if self.applies.is_multiple_of(16) {
+            let gate = self.gate.clone();
+            self.saved.retain(|tid, _| gate.tid_ok(*tid));
+        }
         for t in &plan.threads {
             if !self.gate.tid_ok(t.tid) {
                 *self.thread_failures.entry("gone".into()).or_default() += 1;

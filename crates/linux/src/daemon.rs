@@ -13,7 +13,7 @@
 
 use crate::actuator::{DryRunActuator, LinuxActuator};
 use crate::control;
-use crate::identity::{Identities, ProcId};
+use crate::identity::{Gate, Identities, ProcId};
 use crate::metrics::Stats;
 use crate::observe;
 use crate::perf::{Detection, PerfSource, SourceKind};
@@ -339,7 +339,8 @@ pub fn run(
         let threads = observe::threads(root, machine, &alive);
         ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
         if let Some(src) = &mut source {
-            let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).collect();
+            // Only threads still known to be the targets' own get a sample event.
+            let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).filter(|(_, tid)| ids.tid_ok(*tid)).collect();
             src.track(&tids);
             let st = src.drain(&mut samples).unwrap_or_default();
             let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;

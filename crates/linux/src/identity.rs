@@ -173,10 +173,15 @@ impl Identities {
         g.procs.keys().copied().collect()
     }
 
-    /// Record the threads seen this cycle ((pid, tid) pairs of managed processes), with
-    /// their start times; threads of other processes are ignored.
+    /// Record the threads seen this cycle ((pid, tid) pairs of managed processes: all the
+    /// threads each listed process has now), with their start times; threads of other
+    /// processes are ignored, and threads of a listed process that are no longer listed are
+    /// forgotten (so a program that keeps starting threads does not grow this table).
     pub fn note_threads(&self, seen: &[(u32, u32)]) {
         let mut g = self.lock();
+        let now: std::collections::BTreeSet<(u32, u32)> = seen.iter().copied().collect();
+        let listed: std::collections::BTreeSet<u32> = seen.iter().map(|(p, _)| *p).collect();
+        g.threads.retain(|tid, (pid, _)| !listed.contains(pid) || now.contains(&(*pid, *tid)));
         for &(pid, tid) in seen {
             if !g.procs.contains_key(&pid) || g.threads.contains_key(&tid) {
                 continue;
@@ -243,6 +248,10 @@ mod tests {
         ids.note_threads(&[(500, 500), (500, 501), (600, 601)]);
         assert!(ids.pid_ok(500) && ids.tid_ok(500) && ids.tid_ok(501));
         assert!(!ids.pid_ok(600) && !ids.tid_ok(601));
+        // A thread no longer listed is forgotten.
+        ids.note_threads(&[(500, 500)]);
+        assert!(!ids.tid_ok(501));
+        ids.note_threads(&[(500, 500), (500, 501)]);
         // Thread 501 exits and its id goes to a new thread of the same process: not the same.
         fake(d.path(), 500, 501, 2000, 1000);
         assert!(!ids.tid_ok(501));
