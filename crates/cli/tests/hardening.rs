@@ -199,7 +199,8 @@ fn roi_and_status_reach_a_running_ptb() {
 fn a_closed_pipe_is_a_quiet_end() {
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::process::ExitStatusExt;
-    for args in [&["policies"][..], &["workloads"], &["machines"], &["topology", "--machine", "opteron6272-8n"]] {
+    let sim = ["simulate", "--workload", "cg", "--duration-scale", "0.01"];
+    for args in [&["policies"][..], &["workloads"], &["machines"], &["topology", "--machine", "opteron6272-8n"], &sim] {
         let (r, w) = nix::unistd::pipe().unwrap();
         drop(r);
         // SAFETY: `w` is an open descriptor we own; the Stdio takes it over.
@@ -256,4 +257,23 @@ fn final_stats_count_no_target_alive_after_they_exited() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(v["targets_alive"], 0, "{v}");
     assert!(v["cycles"].as_u64().unwrap() >= 2, "{v}");
+}
+
+/// `characterize --out /dev/full` said "cannot read" and said it twice; `--duration-scale inf`
+/// said "must be > 0".
+#[test]
+fn output_and_option_messages_say_what_is_wrong_once() {
+    let mlc =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../characterize/tests/fixtures/broadwell-4node-bandwidth.txt");
+    let out = ptb().arg("characterize").arg("--import-mlc").arg(&mlc).args(["--out", "/dev/full"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("cannot write output `/dev/full`: it is a device"), "{err}");
+    assert_eq!(err.matches("cannot").count(), 1, "{err}");
+    for (opt, v) in [("--duration-scale", "inf"), ("--duration-scale", "nan"), ("--linux-migrations", "nan")] {
+        let out = ptb().args(["simulate", "--workload", "cg", opt, v]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{opt} {v} accepted");
+        assert!(err.contains(opt) && !err.contains("must be > 0"), "{opt} {v}: {err}");
+    }
 }

@@ -199,12 +199,14 @@ pub fn run(setup: Setup) -> Result<Summary, String> {
             if running.contains_key(&pid) || safety::stop_requested().is_some() {
                 continue;
             }
+            // The start time is read before the facts: the process taken must be the one the
+            // rules judged (see `take`), not one that got the pid in between.
+            let Ok(start) = root.task_stat(pid, pid).map(|s| s.starttime) else { continue };
             let Some(f) = facts(&root, pid, &config, me) else { continue };
             let rule = match config.verdict(&f, &passwd) {
                 Verdict::Manage(r) => r,
                 Verdict::Excluded(_) | Verdict::NoRule => continue,
             };
-            let start = root.task_stat(pid, pid).map_or(0, |s| s.starttime);
             if noted.contains(&(pid, start)) {
                 continue;
             }
@@ -225,7 +227,7 @@ pub fn run(setup: Setup) -> Result<Summary, String> {
                 say!("ptb daemon: not taking pid {pid} ({}): {e}", f.comm);
                 continue;
             }
-            match take(&root, &machine, dry_run, &config, rule, &params, &control, &metrics, pid, &f) {
+            match take(&root, &machine, dry_run, &config, rule, &params, &control, &metrics, (pid, start), &f) {
                 Ok(r) => {
                     running.insert(pid, r);
                     sum.attached += 1;
@@ -274,7 +276,7 @@ fn take(
     params: &Params,
     control: &Option<Arc<control::Shared>>,
     metrics: &Arc<ServiceMetrics>,
-    pid: u32,
+    (pid, start): (u32, u64),
     f: &ProcFacts,
 ) -> Result<Running, String> {
     let d = &config.daemon;
@@ -283,6 +285,12 @@ fn take(
     let mut policy = build(spec, params).map_err(|e| e.to_string())?;
     let allowed = allowed_nodes(machine, rule.nodes.as_deref().or(d.nodes.as_deref()))?;
     let target = Target::attach(root, pid)?;
+    if target.id.starttime != start {
+        return Err(format!(
+            "pid {pid} is now another process (started at tick {}, the one the rules selected at tick {start})",
+            target.id.starttime
+        ));
+    }
     let act = if dry_run {
         Act::DryRun(DryRunActuator::default())
     } else {
@@ -378,5 +386,38 @@ mod tests {
         assert!(facts(&r, 103, &cfg, 1).is_none(), "ptb itself");
         assert!(facts(&r, 104, &cfg, 1).is_none(), "a child of ptb run");
         assert!(facts(&r, 100, &cfg, 100).is_none(), "the daemon itself");
+    }
+
+    /// /proc/PID/task/PID/stat with start time `start`.
+    fn fake_stat(root: &std::path::Path, pid: u32, start: u64) {
+        let d = root.join(format!("proc/{pid}/task/{pid}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut stat = format!("{pid} (app) S 1 {pid} 1 0 -1 0");
+        stat.extend((0..12).map(|i| format!(" {i}")));
+        stat.push_str(&format!(" {start}"));
+        stat.extend((0..20).map(|_| " 0".to_string()));
+        std::fs::write(d.join("stat"), stat).unwrap();
+    }
+
+    /// The rules judged the process that had the pid at one start time; if the pid names
+    /// another process by the time it is taken, that one is left alone (before, it was taken
+    /// with the other's rule, whatever the rules said of it).
+    #[test]
+    fn a_pid_reused_between_the_rules_and_the_take_is_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let r = ProcRoot::new(d.path());
+        let cfg = ServiceConfig::parse("[[rule]]\nname = \"app\"\ncommand = [\"app\"]\n", "t.toml", "").unwrap();
+        fake(d.path(), 100, "app", 1000, 50, 4, 2048);
+        fake_stat(d.path(), 100, 7);
+        let f = facts(&r, 100, &cfg, 1).unwrap();
+        let Verdict::Manage(rule) = cfg.verdict(&f, "") else { panic!("not selected") };
+        let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=1").unwrap();
+        let metrics = Arc::new(ServiceMetrics::default());
+        let e = take(&r, &m, true, &cfg, rule, &Params::new(), &None, &metrics, (100, 5), &f).err().unwrap();
+        assert!(e.contains("now another process"), "{e}");
+        assert!(metrics.rows().is_empty(), "nothing is registered for it");
+        let ok = take(&r, &m, true, &cfg, rule, &Params::new(), &None, &metrics, (100, 7), &f).unwrap();
+        ok.stop.store(true, Ordering::SeqCst);
+        ok.thread.join().unwrap();
     }
 }

@@ -97,18 +97,7 @@ pub fn open(path: &Path, what: &str, max: u64) -> Result<std::fs::File, InputErr
     let meta = f.metadata().map_err(|e| InputError::io(path, what, &e))?;
     let ft = meta.file_type();
     if !ft.is_file() {
-        let kind = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_fifo() {
-            "a FIFO (named pipe)"
-        } else if ft.is_char_device() || ft.is_block_device() {
-            "a device"
-        } else if ft.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        return Err(InputError::new(path, what, format!("it is {kind}; give a regular file")));
+        return Err(InputError::new(path, what, format!("it is {}; give a regular file", kind(&ft))));
     }
     if meta.len() > max {
         return Err(InputError::new(
@@ -123,6 +112,23 @@ pub fn open(path: &Path, what: &str, max: u64) -> Result<std::fs::File, InputErr
         ));
     }
     Ok(f)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn kind(ft: &std::fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Read a whole text file a user named: a regular file of at most `max` bytes, UTF-8.
@@ -175,6 +181,14 @@ pub fn create(path: &Path, what: &str, append: bool) -> Result<std::fs::File, In
 }
 
 fn create_inner(path: &Path, what: &str, append: bool) -> Result<std::fs::File, InputError> {
+    // Look before opening: opening a device has effects of its own (a watchdog arms, a tape
+    // rewinds), so one is refused unopened; the check after the open catches a swap.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        let ft = meta.file_type();
+        if !ft.is_file() && !ft.is_symlink() {
+            return Err(InputError::new(path, what, format!("it is {}; give the path of a regular file", kind(&ft))));
+        }
+    }
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     if append {
@@ -189,7 +203,11 @@ fn create_inner(path: &Path, what: &str, append: bool) -> Result<std::fs::File, 
     })?;
     let meta = f.metadata().map_err(|e| InputError::io(path, what, &e))?;
     if !meta.file_type().is_file() {
-        return Err(InputError::new(path, what, "it exists and is not a regular file"));
+        return Err(InputError::new(
+            path,
+            what,
+            format!("it is {}; give the path of a regular file", kind(&meta.file_type())),
+        ));
     }
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -281,8 +299,13 @@ mod tests {
             let e = write_text(&p, "statistics", "x").unwrap_err().to_string();
             assert!(e.contains("belongs to uid 65534"), "{e}");
         }
-        let e = write_text(Path::new("/dev/null"), "statistics", "x").unwrap_err().to_string();
-        assert!(e.contains("not a regular file"), "{e}");
+        // `--out /dev/full` said "cannot read"; a device is refused for writing, unopened.
+        for dev in ["/dev/null", "/dev/full"] {
+            let e = write_text(Path::new(dev), "statistics", "x").unwrap_err().to_string();
+            assert!(e.starts_with("cannot write statistics") && e.contains("it is a device"), "{e}");
+        }
+        let e = write_text(d.path(), "statistics", "x").unwrap_err().to_string();
+        assert!(e.contains("it is a directory"), "{e}");
     }
 
     #[test]

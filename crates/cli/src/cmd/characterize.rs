@@ -84,8 +84,7 @@ fn check_writable(p: &Path) -> Result<()> {
     }
     let existed = p.symlink_metadata().is_ok();
     // The same checks as the final write: a regular file of ours, not through a symlink.
-    ptb_topology::input::create(p, "output", true)
-        .with_context(|| format!("cannot write {} (choose a writable path)", p.display()))?;
+    ptb_topology::input::create(p, "output", true)?;
     if !existed {
         let _ = std::fs::remove_file(p);
     }
