@@ -40,6 +40,8 @@ fn bad_options_are_refused_before_anything_starts() {
         &["--policy", "nonexistent"],
         &["--nodes", "a"],
         &["--nodes", ""],
+        &["--nodes", "1000"],
+        &["--nodes", "2-3:4294967295,1000"],
         &["--set", "ptb.cycle_ms=nan"],
         &["--set", "ptbb.x=1"],
         &["--set", "ptb.period=0"],

@@ -146,6 +146,11 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
             }
         }
     };
+    // Nodes that do not exist are a mistake on every machine, also where nothing is placed.
+    let allowed = match &node_ids {
+        None => machine.all_nodes(),
+        Some(ids) => dense_nodes(&machine, ids)?,
+    };
     let cpu_nodes = machine.cpu_nodes().len();
     let mem_nodes = machine.memory_nodes().len();
     if machine.n_nodes() < 2 || (cpu_nodes < 2 && mem_nodes < 2) {
@@ -160,10 +165,6 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
         );
         return Ok(None);
     }
-    let allowed = match &node_ids {
-        None => machine.all_nodes(),
-        Some(ids) => dense_nodes(&machine, ids)?,
-    };
     if !machine.source.is_live() {
         dry_run = true;
     }
