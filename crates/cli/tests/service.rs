@@ -128,7 +128,65 @@ fn a_bad_config_is_refused_with_its_field() {
     std::fs::write(&cfg, "[[rule]]\nname = \"x\"\nnodes = \"7\"\n[ptb]\npayback = -1\n").unwrap();
     let out = ptb().args(["daemon", "--check", "--config"]).arg(&cfg).output().unwrap();
     assert!(!out.status.success());
+    // A policy table of a policy no rule uses is checked too (it was taken unchecked).
+    std::fs::write(&cfg, "[[rule]]\nname = \"x\"\npolicy = \"ptb\"\n[selective]\nepoch_ms = 0\n").unwrap();
+    let out = ptb().args(["daemon", "--check", "--config"]).arg(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("ptb.toml") && err.contains("epoch_ms"), "{err}");
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../packaging/ptb.toml");
     let out = ptb().args(["daemon", "--check", "--config", example]).output().unwrap();
     assert!(out.status.success(), "the shipped example config: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// On a machine with one NUMA node there is nothing to place: the service said "dry run" but
+/// acted (the `fixed` policy pinned the threads it took). Only meaningful on such a machine.
+#[test]
+fn on_one_node_the_service_moves_nothing() {
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|r| r.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("node")).count())
+        .unwrap_or(0);
+    if nodes != 1 {
+        eprintln!("skipped: this machine has {nodes} NUMA nodes");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    let tag = format!("o{}", std::process::id() % 100_000);
+    let sleep = d.path().join(format!("{tag}-sl"));
+    std::fs::copy(which("sleep"), &sleep).unwrap();
+    let cfg = d.path().join("ptb.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[daemon]\nscan_ms = 200\ncycle_ms = 100\nsource = \"none\"\npolicy = \"fixed\"\n\n\
+             [[rule]]\nname = \"sleepers\"\ncommand = [\"{tag}-sl\"]\n"
+        ),
+    )
+    .unwrap();
+    let log = d.path().join("daemon.err");
+    let mut sleeper = Reap(std::process::Command::new(&sleep).arg("30").spawn().unwrap());
+    let pid = sleeper.0.id();
+    let before = affinity(pid);
+    let daemon = Reap(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("ptb"))
+            .env("PTB_RUN_DIR", &run)
+            .args(["daemon", "--config"])
+            .arg(&cfg)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the service to take the sleeper", Duration::from_secs(30), || managed(&run).contains(&(pid as u64)));
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(affinity(pid), before, "{}", std::fs::read_to_string(&log).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.lines().any(|l| l.contains(&format!("taking pid {pid}")) && l.contains("(dry run)")), "{text}");
+    drop(daemon);
+    sleeper.0.kill().unwrap();
+}
+
+/// The CPU affinity list of a process.
+fn affinity(pid: u32) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines().find(|l| l.starts_with("Cpus_allowed_list")).unwrap_or("").to_string()
 }

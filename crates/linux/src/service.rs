@@ -121,6 +121,8 @@ pub fn allowed_nodes(m: &Machine, list: Option<&str>) -> Result<NodeSet, String>
 pub fn check(setup: &Setup) -> Result<(), String> {
     let c = &setup.config;
     let d = &c.daemon;
+    // Every policy table, also of a policy no rule uses now (as `--config` of run/attach).
+    ptb_policy::check_params(&setup.params).map_err(|e| e.to_string())?;
     allowed_nodes(&setup.machine, d.nodes.as_deref())
         .map_err(|e| format!("{}: field `daemon.nodes`: {e}", c.origin))?;
     for (i, r) in c.rules.iter().enumerate().filter(|(_, r)| !r.exclude) {

@@ -76,8 +76,10 @@ pub fn run(a: Args) -> Result<()> {
         );
         return Ok(());
     }
+    let mut setup = setup;
     let m = &setup.machine;
     if m.n_nodes() < 2 || (m.cpu_nodes().len() < 2 && m.memory_nodes().len() < 2) {
+        setup.dry_run = true;
         say!(
             "ptb daemon: this machine has {} NUMA node{}: there is nothing to place; the service keeps running and \
              reports what it would manage (dry run)",
