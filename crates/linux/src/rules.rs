@@ -517,6 +517,19 @@ payback = 3
             }
         }
 
+        /// Fuzz target of the /etc/passwd lookup: any text is read without a panic, and a
+        /// user's line among arbitrary other lines gives its uid.
+        #[test]
+        fn passwd_lines_are_found_among_any_others(
+            junk in proptest::collection::vec("[a-z0-9:x/ \t-]{0,30}", 0..8),
+            at in any::<prop::sample::Index>(), uid in any::<u32>(),
+        ) {
+            let mut lines: Vec<String> = junk.into_iter().filter(|l| !l.starts_with("ptbuser:")).collect();
+            let _ = uid_of(&lines.join("\n"), "ptbuser");
+            lines.insert(at.index(lines.len() + 1), format!("ptbuser:x:{uid}:{uid}::/home/ptbuser:/bin/sh"));
+            prop_assert_eq!(uid_of(&lines.join("\n"), "ptbuser"), Some(uid));
+        }
+
         /// Matching is a pure function: a rule without criteria takes any process with enough
         /// threads and memory, and never one with fewer.
         #[test]
