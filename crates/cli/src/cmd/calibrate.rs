@@ -144,3 +144,44 @@ fn table(r: &Report, world: &str) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptb_calibrate::{Expect, Item};
+
+    fn item(id: &'static str, expect: Expect, sim: f64) -> Item {
+        Item {
+            id,
+            group: "G",
+            what: "a | b".into(),
+            machine: "m",
+            published: expect.published_text(),
+            simulated: sim,
+            simulated_text: expect.format(sim),
+            verdict: expect.judge(sim),
+            expect,
+        }
+    }
+
+    #[test]
+    fn markdown_has_one_row_per_item_and_marks_known_deviations() {
+        let known = deviations::KNOWN[0].0;
+        let r = Report {
+            items: vec![
+                item("x-ok", Expect::Speedup { published: 2.0 }, 2.1),
+                item(known, Expect::Speedup { published: 2.0 }, 0.5),
+            ],
+            directions: (2, 1),
+            sizes: (2, 1),
+        };
+        let md = markdown(&r);
+        assert!(md.starts_with("| study | item | machine | published | simulated | verdict |"), "{md}");
+        assert_eq!(md.lines().filter(|l| l.starts_with("| G ")).count(), 2, "{md}");
+        assert!(md.contains("| a / b |"), "a pipe in a cell is escaped: {md}");
+        assert!(md.contains("WRONG DIRECTION (known)"), "{md}");
+        let t = table(&r, "world");
+        assert!(t.contains("known deviations and their causes") && t.contains(known), "{t}");
+        assert!(t.contains("NOT met"), "{t}");
+    }
+}
