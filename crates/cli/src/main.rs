@@ -60,6 +60,8 @@ enum Command {
     Status(cmd::status::Args),
     /// Benchmarks that print figures (policy decision time, simulator speed, actuator rate).
     Bench(cmd::bench::Args),
+    /// Run one program pinned on every k-node subset of a machine: best, worst, mean (simulated).
+    Subsets(cmd::subsets::Args),
 }
 
 /// Parse the command line; `--help` of the commands that take `--policy` lists every policy
@@ -109,6 +111,7 @@ fn main() -> ExitCode {
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Subsets(a) => cmd::subsets::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
