@@ -76,9 +76,9 @@ pub struct Config {
 impl Config {
     fn read(s: &Section) -> Result<Self, PolicyError> {
         let c = Config {
-            epoch: Duration::from_millis(s.get::<u64>("epoch_ms", 100)?.max(1)),
-            sample_period: s.get::<u64>("sample_period", 4096)?.max(1),
-            min_count: s.get::<u32>("min_count", 2)?.max(1),
+            epoch: Duration::from_millis(s.u64_in("epoch_ms", 100, 1, 3_600_000)?),
+            sample_period: s.u64_in("sample_period", 4096, 1, u64::MAX)?,
+            min_count: s.u64_in("min_count", 2, 1, u64::from(u32::MAX))? as u32,
             max_age: s.get("max_age", 8)?,
             balance: s.f64_in("balance", 1.5, 1.0, 1000.0)?,
             max_pages: s.get("max_pages", 65536)?,
