@@ -1,10 +1,14 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
 //! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
-//! [--partition] [--refault-ms MS [--refault-parts K]] [--churn-kb K]`:
+//! [--partition | --phases MS] [--parallel-init] [--pin] [--refault-ms MS [--refault-parts K]]
+//! [--churn-kb K]`:
 //! the main thread initialises a buffer (so first touch puts it on its node), then N threads
 //! read all of it over and over and check its checksum (`--partition`: thread i reads only
-//! the i-th slice). `--refault-ms` makes the accesses visible to a page-fault sample source
+//! the i-th slice; `--phases MS`: the i-th slice for MS milliseconds, then all of it for MS
+//! milliseconds, and so on). `--parallel-init`: each thread first-touches its own slice
+//! instead (so its pages land on its node); `--pin`: thread i pins itself to CPU i (modulo
+//! the online CPUs) before it touches anything. Checksums are compared with the pattern's. `--refault-ms` makes the accesses visible to a page-fault sample source
 //! the way the kernel's NUMA hinting faults do: every MS milliseconds the main thread
 //! protects the whole buffer (or the next of K parts, like the kernel's scan window), and the SIGSEGV handler unprotects each page as a reader first
 //! touches it, so every such access is a page fault with the reader's TID and address. At the end it prints, on lines
@@ -82,12 +86,33 @@ fn protect(start: usize, len: usize, none: bool) {
     }
 }
 
+/// The word at index `i` of the buffer (a pattern, so a page moved with wrong contents shows).
+fn word(i: usize) -> u64 {
+    (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The checksum the bytes `range` of an intact buffer have (from the pattern, not from memory).
+fn expected(range: std::ops::Range<usize>) -> u64 {
+    (range.start / 8..range.end / 8).fold(0u64, |acc, i| acc.wrapping_mul(31).wrapping_add(word(i)))
+}
+
+/// Online CPUs (for `--pin`).
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as u32
+    } else {
+        1
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-plans") {
         std::process::exit(check_plans(&args[2..]));
     }
-    let threads: usize = arg(&args, "--threads", 4);
+    let threads: usize = arg(&args, "--threads", 4usize).max(1);
     let mb: usize = arg(&args, "--mb", 32);
     let seconds: f64 = arg(&args, "--seconds", 5.0);
     let crash: f64 = arg(&args, "--crash-after", -1.0);
@@ -96,47 +121,84 @@ fn main() {
     // so a page-fault sample source sees every thread at work.
     let churn_kb: usize = arg(&args, "--churn-kb", 0);
     let partition = args.iter().any(|a| a == "--partition");
+    let pin = args.iter().any(|a| a == "--pin");
+    let parallel_init = args.iter().any(|a| a == "--parallel-init");
+    let phases_ms: u64 = arg(&args, "--phases", 0);
     let refault_ms: u64 = arg(&args, "--refault-ms", 0);
     let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
     let len = mb << 20;
-    let mut buf = match AnonBuffer::new(len, 0) {
+    let made = if parallel_init { AnonBuffer::untouched(len) } else { AnonBuffer::new(len, 0) };
+    let mut buf = match made {
         Ok(b) => b,
         Err(e) => {
             eprintln!("ptb-testapp: cannot map {mb} MiB: {e}");
             std::process::exit(2);
         }
     };
-    // Initialise by this thread only: a pattern, so a page moved with wrong contents shows.
-    for (i, c) in buf.as_mut_slice().chunks_exact_mut(8).enumerate() {
-        c.copy_from_slice(&((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes());
-    }
-    let buf = Arc::new(buf);
-    let expect = checksum(buf.as_slice());
-    let addrs = buf.page_addrs();
-    // Slice of thread i under --partition: whole pages, the last thread takes the rest.
-    let ps = sys::page_size() as usize;
-    let pages_per = (addrs.len() / threads.max(1)).max(1);
-    let slice_of = move |i: usize| -> std::ops::Range<usize> {
-        if !partition {
-            return 0..len;
+    if !parallel_init {
+        // Initialise by this thread only, so first touch puts the whole buffer on its node.
+        for (i, c) in buf.as_mut_slice().chunks_exact_mut(8).enumerate() {
+            c.copy_from_slice(&word(i).to_le_bytes());
         }
+    }
+    let base = buf.as_mut_ptr() as usize;
+    let buf = Arc::new(buf);
+    let expect = expected(0..len);
+    let addrs = buf.page_addrs();
+    // Part of thread i: whole pages, the last thread takes the rest.
+    let ps = sys::page_size() as usize;
+    let pages_per = (addrs.len() / threads).max(1);
+    let part = move |i: usize| -> std::ops::Range<usize> {
         let a = (i * pages_per * ps).min(len);
         let b = if i + 1 == threads { len } else { ((i + 1) * pages_per * ps).min(len) };
         a..b
     };
-    let expects: Vec<u64> = (0..threads).map(|i| checksum(&buf.as_slice()[slice_of(i)])).collect();
+    // What thread i reads at time t: its part (--partition, or the even periods of --phases),
+    // else the whole buffer.
+    let range_of = move |i: usize, t: Duration| -> std::ops::Range<usize> {
+        let shared_now = match (t.as_millis() as u64).checked_div(phases_ms) {
+            Some(k) => k % 2 == 1,
+            None => !partition,
+        };
+        if shared_now {
+            0..len
+        } else {
+            part(i)
+        }
+    };
     if refault_ms > 0 {
         install_refault_handler(addrs[0] as usize, len);
     }
     let stop = Arc::new(AtomicBool::new(false));
     let bad = Arc::new(AtomicU64::new(0));
     let passes = Arc::new(AtomicU64::new(0));
+    let ready = Arc::new(std::sync::Barrier::new(threads + 1));
+    let ncpu = online_cpus();
+    let t_start = Instant::now();
     let mut hs = vec![];
-    for (i, &expect) in expects.iter().enumerate() {
-        let (buf, stop, bad, passes) = (buf.clone(), stop.clone(), bad.clone(), passes.clone());
-        let range = slice_of(i);
+    for i in 0..threads {
+        let (buf, stop, bad, passes, ready) = (buf.clone(), stop.clone(), bad.clone(), passes.clone(), ready.clone());
         hs.push(std::thread::spawn(move || {
             let tid = nix::unistd::gettid().as_raw() as u32;
+            if pin {
+                let mut one = ptb_topology::CpuSet::new();
+                one.insert_raw(i as u32 % ncpu);
+                if let Err(e) = sys::set_affinity(tid, &one) {
+                    eprintln!("ptb-testapp: thread {i}: cannot pin to CPU {}: {e}", i as u32 % ncpu);
+                }
+            }
+            if parallel_init {
+                let r = part(i);
+                // SAFETY: every thread writes only its own part of the mapping, before the
+                // barrier; nobody reads the buffer until every part is written.
+                let mine = unsafe { std::slice::from_raw_parts_mut((base + r.start) as *mut u8, r.len()) };
+                for (k, c) in mine.chunks_exact_mut(8).enumerate() {
+                    c.copy_from_slice(&word(r.start / 8 + k).to_le_bytes());
+                }
+            }
+            ready.wait();
+            let own = part(i);
+            let (exp_own, exp_all) = (expected(own.clone()), expected(0..len));
             let mut scratch: std::collections::VecDeque<AnonBuffer> = Default::default();
             while !stop.load(Ordering::Relaxed) {
                 if churn_kb > 0 {
@@ -147,7 +209,9 @@ fn main() {
                         scratch.push_back(b);
                     }
                 }
-                if checksum(&buf.as_slice()[range.clone()]) != expect {
+                let range = range_of(i, t_start.elapsed());
+                let want = if range == own { exp_own } else { exp_all };
+                if checksum(&buf.as_slice()[range]) != want {
                     bad.fetch_add(1, Ordering::Relaxed);
                 }
                 passes.fetch_add(1, Ordering::Relaxed);
@@ -155,6 +219,7 @@ fn main() {
             tid
         }));
     }
+    ready.wait();
     // Printed once the buffer is initialised and every thread is started.
     println!(
         "TESTAPP start pid={} threads={threads} buf={:#x} pages={} checksum={expect:#x}",
