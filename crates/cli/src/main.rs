@@ -49,6 +49,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Plan placement offline from a recorded trace.
     Plan(cmd::plan::Args),
+    /// Turn a recorded trace (ptb record, perf mem) into a workload model for the simulator.
+    Model(cmd::model::Args),
     /// Enable or disable placement for a managed process (region of interest).
     Roi(cmd::roi::Args),
     /// Benchmarks that print figures (policy decision time, simulator speed, actuator rate).
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Attach(a) => cmd::attach::run(a),
         Command::Record(a) => cmd::record::run(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Model(a) => cmd::model::run(a),
         Command::Roi(a) => cmd::roi::run(a),
         Command::Bench(a) => cmd::bench::run(a),
     };
