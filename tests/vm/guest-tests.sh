@@ -181,5 +181,8 @@ if ! ptb attach 1 --policy interleave 2>/dev/null && ! ptb attach 2 --policy int
 ptb bench actuator --mb 32 2>&1; brc=$?
 [ $brc = 0 ] && pass "bench-actuator ran" || fail "bench-actuator: rc=$brc"
 
+# 10. Measured comparisons and models of the test program: tests/vm/guest-real.sh.
+if [ -x /bin/guest-real ]; then guest-real; fails=$((fails + $?)); fi
+
 echo "guest tests: $fails failed"
 exit $fails

@@ -16,6 +16,13 @@
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
 //!
+//! `ptb-testapp check-real JSON DIR [MAX_L1]`: for every run of a `ptb compare --real --json`
+//! document of this program (its output files in DIR, from `--output-dir`): the program's
+//! checksums held and it exited 0, no run failed, the access map's memory columns match where
+//! the buffer's pages were at the end (L1 distance at most MAX_L1, default 0.15, for runs that
+//! moved no page), and numa_maps' pages per node at the end match the buffer's (within 10% of
+//! the buffer plus 1024 pages of other mappings).
+//!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
 //! falls in the dumped buffer must have left the page on the planned node (unless the log
 //! reports that move as failed), and every thread
@@ -111,6 +118,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-plans") {
         std::process::exit(check_plans(&args[2..]));
+    }
+    if args.get(1).map(String::as_str) == Some("check-real") {
+        std::process::exit(check_real(&args[2..]));
     }
     let threads: usize = arg(&args, "--threads", 4usize).max(1);
     let mb: usize = arg(&args, "--mb", 32);
@@ -399,4 +409,87 @@ fn check_plans(args: &[String]) -> i32 {
         unsure_threads.len()
     );
     i32::from(wrong + twrong > 0)
+}
+
+/// `check-real JSON DIR [MAX_L1]`: see the module doc.
+fn check_real(args: &[String]) -> i32 {
+    let (Some(json), Some(dir)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: ptb-testapp check-real JSON DIR [MAX_L1]");
+        return 2;
+    };
+    let max_l1: f64 = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(0.15);
+    let doc: serde_json::Value = match std::fs::read_to_string(json).map(|t| serde_json::from_str(&t)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("ptb-testapp: {json}: {e}");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("ptb-testapp: {json}: {e}");
+            return 2;
+        }
+    };
+    let mut bad = 0;
+    let failed = doc["failed_runs"].as_array().map_or(0, |v| v.len());
+    if failed > 0 {
+        println!("TESTAPP check-real: {failed} failed run(s): {}", doc["failed_runs"]);
+        bad += 1;
+    }
+    let results = doc["results"].as_array().cloned().unwrap_or_default();
+    if results.is_empty() {
+        println!("TESTAPP check-real: no successful run");
+        bad += 1;
+    }
+    for r in &results {
+        let (mode, rep, order) =
+            (r["policy"].as_str().unwrap_or("?"), r["seed"].as_u64().unwrap_or(0), r["order"].as_u64().unwrap_or(0));
+        let slug: String =
+            mode.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let path = format!("{dir}/run-{order:02}-{slug}-{rep}.out");
+        let out = std::fs::read_to_string(&path).unwrap_or_default();
+        let ok = out.contains("checksum=ok") && r["exit_status"].as_i64() == Some(0);
+        // The buffer's pages per kernel node, as the program saw them at its end.
+        let buffer: BTreeMap<u64, f64> = out
+            .lines()
+            .find(|l| l.starts_with("TESTAPP pages"))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|t| {
+                        let (k, v) = t.strip_prefix("node")?.split_once('=')?;
+                        Some((k.parse().ok()?, v.parse().ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let total: f64 = buffer.values().sum();
+        let nodes: Vec<u64> =
+            r["access_map"]["nodes"].as_array().into_iter().flatten().filter_map(|v| v.as_u64()).collect();
+        let served: Vec<f64> =
+            r["access_map"]["controller_share"].as_array().into_iter().flatten().filter_map(|v| v.as_f64()).collect();
+        let l1: f64 = if total > 0.0 && nodes.len() == served.len() && !nodes.is_empty() {
+            nodes.iter().zip(&served).map(|(n, s)| (s - buffer.get(n).copied().unwrap_or(0.0) / total).abs()).sum()
+        } else {
+            f64::NAN
+        };
+        let moved = r["pages_migrated"].as_u64().unwrap_or(0);
+        let at_end = &r["pages_per_node_at_end"];
+        let nm_off: f64 =
+            buffer.iter().map(|(n, c)| (at_end[n.to_string()].as_f64().unwrap_or(0.0) - c).abs()).sum::<f64>();
+        let nm_ok = moved > 0 || nm_off <= 0.1 * total + 1024.0;
+        let map_ok = moved > 0 || l1 <= max_l1;
+        let fmt = |v: Vec<f64>| v.iter().map(|x| format!("{:.0}", 100.0 * x)).collect::<Vec<_>>().join("/");
+        let pages: Vec<f64> = nodes.iter().map(|n| buffer.get(n).copied().unwrap_or(0.0) / total.max(1.0)).collect();
+        println!(
+            "TESTAPP check-real: run {order} {mode} #{rep}: exit {} checksum {}; memory served % {} vs buffer pages % {}: L1 {l1:.3}{}; numa_maps at end off by {nm_off:.0} of {total:.0} pages; pages moved {moved}",
+            r["exit_status"],
+            if out.contains("checksum=ok") { "ok" } else { "NOT ok" },
+            fmt(served.clone()),
+            fmt(pages),
+            if moved > 0 { " (pages moved during the run: not required)" } else { "" },
+        );
+        if !(ok && map_ok && nm_ok) {
+            bad += 1;
+        }
+    }
+    i32::from(bad > 0)
 }

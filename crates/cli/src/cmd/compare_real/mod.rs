@@ -416,6 +416,10 @@ pub fn run(a: &RealArgs, cmd: &[String], params: &ParamArgs, json: bool, report:
             .with_context(|| format!("writing {}", dir.join("compare.json").display()))?;
         eprintln!("report written: {} (data: {})", page.display(), dir.join("compare.json").display());
     }
+    let failed = runs.iter().filter(|r| r.failure.is_some()).count();
+    if failed > 0 {
+        bail!("{failed} of {} runs failed (listed with the results); they are in no mean", runs.len());
+    }
     Ok(())
 }
 
