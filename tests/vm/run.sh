@@ -164,7 +164,7 @@ boot() {  # boot ACCEL KERNEL
     -no-reboot "${bios[@]}" -kernel "$kimg" -initrd "$W/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((TIMEOUT - 10))" &
   qpid=$!
-  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|check-real|L1 distance' ) &
+  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|check-real|L1 distance|MEASURED' ) &
   while kill -0 $qpid 2>/dev/null; do
     if [ $up = 0 ] && grep -q GUEST-UP "$logf"; then up=1; log "guest up after $(( $(ms) - t0 )) ms"; fi
     if [ $up = 0 ] && [ $(( $(ms) - t0 )) -gt $(( BOOT_TIMEOUT * 1000 )) ]; then log "no GUEST-UP in ${BOOT_TIMEOUT}s"; kill $qpid; break; fi

@@ -24,6 +24,9 @@ pub const MAX_NODE_ID: u32 = 4095;
 pub struct NodePages {
     /// Resident base pages per kernel node id (every mapping: anonymous, file, huge pages).
     pub pages: BTreeMap<u32, u64>,
+    /// Of those, the pages of mappings without a file (heap, stacks, anonymous mmap: the
+    /// program's own data, which placement moves).
+    pub anon: BTreeMap<u32, u64>,
     /// Lines counted.
     pub mappings: usize,
     /// Lines left out because they did not parse.
@@ -48,11 +51,15 @@ pub fn summarise(text: &str, page_size: u64) -> NodePages {
             continue;
         }
         match parse_line(line, page_size) {
-            Some(nodes) => {
+            Some((nodes, file)) => {
                 out.mappings += 1;
                 for (n, c) in nodes {
                     let e = out.pages.entry(n).or_default();
                     *e = e.saturating_add(c);
+                    if !file {
+                        let a = out.anon.entry(n).or_default();
+                        *a = a.saturating_add(c);
+                    }
                 }
             }
             None => out.skipped_lines += 1,
@@ -61,16 +68,20 @@ pub fn summarise(text: &str, page_size: u64) -> NodePages {
     out
 }
 
-/// One line: `<hex address> <policy> key=value...`; returns (node, base pages) pairs.
-fn parse_line(line: &str, page_size: u64) -> Option<Vec<(u32, u64)>> {
+/// One line: `<hex address> <policy> key=value...`; returns (node, base pages) pairs and
+/// whether the mapping has a file.
+fn parse_line(line: &str, page_size: u64) -> Option<(Vec<(u32, u64)>, bool)> {
     let mut it = line.split_whitespace();
     u64::from_str_radix(it.next()?, 16).ok()?;
     it.next()?; // memory policy
     let mut nodes = Vec::new();
     let mut kb: u64 = 0;
+    let mut file = false;
     for tok in it {
         let Some((k, v)) = tok.split_once('=') else { continue };
-        if k == "kernelpagesize_kB" {
+        if k == "file" {
+            file = true;
+        } else if k == "kernelpagesize_kB" {
             kb = v.parse().ok()?;
         } else if let Some(id) = k.strip_prefix('N').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
         {
@@ -80,7 +91,7 @@ fn parse_line(line: &str, page_size: u64) -> Option<Vec<(u32, u64)>> {
     }
     // Pages are counted in the mapping's own page size (4 KiB, or 2 MiB / 1 GiB for huge pages).
     let mult = if kb == 0 { 1 } else { (kb.saturating_mul(1024) / page_size).max(1) };
-    Some(nodes.into_iter().map(|(n, c)| (n, c.saturating_mul(mult))).collect())
+    Some((nodes.into_iter().map(|(n, c)| (n, c.saturating_mul(mult))).collect(), file))
 }
 
 /// Read at most `cap` bytes of `r`; cut at the last newline when longer (and say so).
@@ -130,6 +141,9 @@ mod tests {
         }
         assert_eq!(s.pages, want);
         assert!(s.total() > 0);
+        // Without the two file mappings: heap and interleaved anon on N0, stack on N1.
+        let anon: BTreeMap<u32, u64> = [(0, 259), (1, 265), (2, 256), (3, 256)].into_iter().collect();
+        assert_eq!(s.anon, anon);
     }
 
     #[test]
@@ -187,6 +201,7 @@ mod tests {
                 }
             }
             let s = summarise(&text, 4096);
+            prop_assert_eq!(&s.anon, &want);
             prop_assert_eq!(s.pages, want);
             prop_assert_eq!(s.mappings, lines.len());
             prop_assert_eq!(s.skipped_lines, 0);

@@ -53,6 +53,7 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
     let t0 = Instant::now();
     let mut tids_seen = std::collections::BTreeSet::new();
     let mut buf: Vec<Sample> = Vec::new();
+    let mut offset: Option<i128> = None;
     loop {
         let threads = observe::threads(root, m, &[pid]);
         tids_seen.extend(threads.iter().map(|t| t.tid));
@@ -66,10 +67,16 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
         sum.lost += st.lost;
         let pages = observe::page_locations(m, &buf);
         let mut page_list = Vec::new();
+        // Sample times on the recorder's clock (that of the placement records), keeping perf's
+        // own spacing between samples: perf time + an offset fixed at the first cycle with
+        // samples (its latest sample taken as "now"), never later than now.
+        let now = t0.elapsed().as_nanos() as i128;
+        if let (None, Some(latest)) = (offset, buf.iter().map(|s| s.time_ns).max()) {
+            offset = Some(now - latest as i128);
+        }
         for s in &buf {
-            // Sample time on the daemon's clock, not perf's.
             let mut s = *s;
-            s.time_ns = t0.elapsed().as_nanos() as u64;
+            s.time_ns = (s.time_ns as i128 + offset.unwrap_or(0)).clamp(0, now) as u64;
             if let Some(n) = pages.get(s.page(m.page_size)) {
                 page_list.push((s.app, s.addr / m.page_size, n.0));
             }

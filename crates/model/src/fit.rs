@@ -255,6 +255,13 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
     let mut phases_out = Vec::new();
     let mut fits_per_obj: Vec<(f64, f64, Vec<String>)> = vec![(0.0, 0.0, Vec::new()); objs.len()];
     let mut intensity_note = String::new();
+    // Without a measured intensity, one sample stands for the same number of accesses in every
+    // phase (so each phase's share of the accesses is its share of the samples), chosen so the
+    // whole run keeps threads about half busy with memory for as long as the recording lasted.
+    let all_dur: u64 = ph.segments.iter().map(|g| g.end_ns - g.start_ns).sum::<u64>().max(1);
+    let all_mean = n_qj.iter().flatten().sum::<usize>() as f64 / t as f64;
+    let default_m = opts.default_apki / 1000.0;
+    let default_unit = all_dur as f64 * IPS * 0.5 * default_m / all_mean.max(1e-9);
     for q in 0..kinds {
         let dur_ns: u64 = ph.segments.iter().filter(|g| g.kind == q).map(|g| g.end_ns - g.start_ns).sum::<u64>().max(1);
         let mean_n = n_qj[q].iter().sum::<usize>() as f64 / t as f64;
@@ -269,12 +276,11 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
                 (m, period as f64)
             }
             None => {
-                let m = opts.default_apki / 1000.0;
                 intensity_note = format!(
                     "memory intensity NOT measured ({} samples count faults, not accesses): apki = {} assumed",
                     rec.source, opts.default_apki
                 );
-                (m, dur_ns as f64 * IPS * 0.5 * m / mean_n.max(1e-9))
+                (default_m, default_unit)
             }
         };
         let work_instr = mean_n * unit / m / iterations as f64;

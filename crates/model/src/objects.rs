@@ -5,8 +5,9 @@
 //! lists no mapping at all. Approach: an object is a mapping that holds enough samples, or a
 //! cluster of sampled pages (gaps larger than 1 MiB, or 16 times the typical gap, split
 //! clusters) where no mapping is known. An object whose samples sit in a small part of it
-//! (97% of them within half of it) is trimmed to that part: the model's access patterns are
-//! relative to an object's extent, and the untouched rest would only dilute them.
+//! (97% of them within half of it) is trimmed to that part, and so are ends that hold at most
+//! 0.5% of its samples over at least 2% of its pages: the model's access patterns are relative
+//! to an object's extent (slice j of t), and an untouched rest would shift them.
 
 use crate::recording::Recording;
 
@@ -168,16 +169,32 @@ pub fn find(rec: &Recording, notes: &mut Vec<String>) -> Vec<ObjectSpan> {
                 at = i;
             }
         }
-        if best.saturating_mul(2) <= o.npages {
-            let (a, b) = (pos[at], pos[at + m - 1] + 1);
+        let (a, b) = if best.saturating_mul(2) <= o.npages {
+            (pos[at], pos[at + m - 1] + 1)
+        } else {
+            // Sparse ends: at most 0.5% of the samples below a / above b, and the dense part
+            // extended over samples as close together as in it.
+            let k = n / 200;
+            let (mut i, mut j) = (k, n - 1 - k);
+            let close = ((pos[j] - pos[i]) * 4 / n as u64).max(1);
+            while i > 0 && pos[i] - pos[i - 1] <= close {
+                i -= 1;
+            }
+            while j + 1 < n && pos[j + 1] - pos[j] <= close {
+                j += 1;
+            }
+            (pos[i], pos[j] + 1)
+        };
+        let cut = o.npages - (b - a);
+        if best.saturating_mul(2) <= o.npages || cut.saturating_mul(50) >= o.npages {
             notes.push(format!(
-                "{}: 97% of its samples are in {} of its {} pages: trimmed to pages {a}..{b} of the mapping",
-                o.name,
-                b - a,
-                o.npages
+                "{}: its samples lie in pages {a}..{b} of its {} (the rest holds at most 3%): trimmed to them",
+                o.name, o.npages
             ));
             o.start_vpn += a;
             o.npages = b - a;
+            let label = o.name.split('@').next().unwrap_or("mem").to_string();
+            o.name = format!("{label}@{:x}", o.start_vpn.saturating_mul(ps));
             o.samples = rec.samples.iter().filter(|s| o.page_of(s.vpn).is_some()).count();
         }
     }

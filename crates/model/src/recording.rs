@@ -59,6 +59,34 @@ pub struct Recording {
     pub notes: Vec<String>,
 }
 
+/// The regions of all records as one list: a mapping that `mprotect` split into pieces (a
+/// garbage collector, a fault-driven profiler, the kernel's hinting scan emulated by a program)
+/// is listed differently from one record to the next, so regions that overlap are one region.
+/// Regions that only touch stay apart (a thread's stack often ends where a buffer begins).
+/// The resident pages are the last record's, summed over the pieces inside each region.
+fn merge_regions(mut spans: Vec<(u64, u64, String)>, last: &[(u64, u64, Vec<u64>)], nn: usize) -> Vec<RecRegion> {
+    spans.sort_by_key(|a| (a.0, a.1));
+    let mut out: Vec<RecRegion> = Vec::new();
+    for (s, e, name) in spans {
+        if let Some(r) = out.last_mut() {
+            let end = r.start_vpn + r.npages;
+            if s < end {
+                r.npages = r.npages.max(e.saturating_sub(r.start_vpn));
+                continue;
+            }
+        }
+        out.push(RecRegion { start_vpn: s, npages: e.saturating_sub(s), name, resident: vec![0; nn] });
+    }
+    for r in &mut out {
+        for (s, e, res) in last {
+            if *s >= r.start_vpn && *e <= r.start_vpn + r.npages {
+                r.resident.iter_mut().zip(res).for_each(|(a, b)| *a = a.saturating_add(*b));
+            }
+        }
+    }
+    out
+}
+
 /// Most samples read from one input (memory stays bounded on huge traces).
 pub const MAX_SAMPLES: usize = 20_000_000;
 
@@ -108,8 +136,10 @@ impl Recording {
             .collect();
         samples.sort_by_key(|s| s.time_ns);
         let nn = t.machine.n_nodes();
-        let mut regions: BTreeMap<u64, RecRegion> = BTreeMap::new();
         let mut page_nodes = Vec::new();
+        // Every region any record listed; the last record's resident pages.
+        let mut spans: Vec<(u64, u64, String)> = Vec::new();
+        let mut last_regions: Vec<(u64, u64, Vec<u64>)> = Vec::new();
         for p in &t.placements {
             let TraceRecord::Placement { time_ns, pages, regions: rs, .. } = p else { continue };
             for &(app, vpn, n) in pages {
@@ -117,18 +147,15 @@ impl Recording {
                     page_nodes.push((*time_ns, vpn, n));
                 }
             }
-            for r in rs.iter().filter(|r| r.app == pid && r.npages > 0) {
-                let e = regions.entry(r.start_vpn).or_insert_with(|| RecRegion {
-                    start_vpn: r.start_vpn,
-                    npages: r.npages,
-                    name: r.name.clone(),
-                    resident: vec![0; nn],
-                });
-                e.npages = e.npages.max(r.npages);
-                if r.resident.len() == nn && r.resident.iter().sum::<u64>() > 0 {
-                    e.resident = r.resident.clone();
-                }
+            let mine: Vec<_> = rs.iter().filter(|r| r.app == pid && r.npages > 0).collect();
+            if !mine.is_empty() {
+                last_regions = mine
+                    .iter()
+                    .filter(|r| r.resident.len() == nn)
+                    .map(|r| (r.start_vpn, r.start_vpn.saturating_add(r.npages), r.resident.clone()))
+                    .collect();
             }
+            spans.extend(mine.iter().map(|r| (r.start_vpn, r.start_vpn.saturating_add(r.npages), r.name.clone())));
         }
         Ok(Recording {
             origin: origin.to_string(),
@@ -138,12 +165,11 @@ impl Recording {
             machine: Some(t.machine.clone()),
             pid,
             samples,
-            regions: regions.into_values().collect(),
+            regions: merge_regions(spans, &last_regions, nn),
             page_nodes,
             notes,
         })
     }
-
     /// Dense node of the CPU `cpu`, when the machine is known.
     pub fn node_of_cpu(&self, cpu: u32) -> Option<usize> {
         self.machine.as_ref()?.node_of_cpu(CpuId(cpu)).map(|n| n.ix())

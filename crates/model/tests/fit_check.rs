@@ -24,6 +24,16 @@ impl Lcg {
 /// `placement(page)` gives a page's node; `shared(t_ms)` says whether threads read the whole
 /// buffer at that time (else each reads its quarter).
 fn trace(placement: impl Fn(u64) -> u16, shared: impl Fn(u64) -> bool, seconds: u64) -> Vec<u8> {
+    trace_rates(placement, shared, seconds, 3)
+}
+
+/// [`trace`] with `rate_shared` samples per thread and 10 ms in the shared phases (3 elsewhere).
+fn trace_rates(
+    placement: impl Fn(u64) -> u16,
+    shared: impl Fn(u64) -> bool,
+    seconds: u64,
+    rate_shared: usize,
+) -> Vec<u8> {
     let m = ptb_topology::synthetic::synthetic("nodes=4,cpus=1,memonly=1").unwrap();
     let mut out: Vec<u8> = Vec::new();
     let mut w = TraceWriter::new(&mut out);
@@ -40,7 +50,8 @@ fn trace(placement: impl Fn(u64) -> u16, shared: impl Fn(u64) -> bool, seconds: 
     let mut cycle_pages = Vec::new();
     for ms in (0..seconds * 1000).step_by(10) {
         for j in 0..4u32 {
-            for _ in 0..3 {
+            // A program may be sampled more often in one phase than in another.
+            for _ in 0..if shared(ms) { rate_shared } else { 3 } {
                 let page = if shared(ms) { rng.next() % NPAGES } else { j as u64 * 1024 + rng.next() % 1024 };
                 let vpn = START + page;
                 w.write(&TraceRecord::Sample(Sample {
@@ -100,7 +111,11 @@ fn spreads(f: &ptb_model::Fitted) -> String {
 
 #[test]
 fn partitioned_program_with_its_slices_home_is_private_and_local() {
-    let (_, f, c) = model(&trace(|p| (p / 1024) as u16, |_| false, 4));
+    let (rec, f, c) = model(&trace(|p| (p / 1024) as u16, |_| false, 4));
+    // The buffer's pieces are one region, and one object.
+    assert_eq!(rec.regions.len(), 1, "{:?}", rec.regions);
+    assert_eq!((rec.regions[0].npages, rec.regions[0].resident.iter().sum::<u64>()), (NPAGES, NPAGES));
+    assert_eq!(f.objects.len(), 1);
     assert_eq!(f.workload.threads, ptb_sim::workload::Threads::Count(4));
     assert_eq!(f.phases.kinds, 1, "{:?}", f.phases);
     assert!(spreads(&f).matches("private").count() == 4, "{}", spreads(&f));
@@ -126,17 +141,18 @@ fn shared_program_on_one_node_is_uniform_and_first_touched_by_one_thread() {
 
 #[test]
 fn phased_program_gets_two_phase_kinds() {
-    // 1 s partitioned, 1 s shared, ...; each thread's quarter on its node.
-    let (_, f, c) = model(&trace(|p| (p / 1024) as u16, |ms| (ms / 1000) % 2 == 1, 6));
+    // 1 s partitioned, 1 s shared, ...; each thread's quarter on its node; the shared phases
+    // sampled 3 times as often (the recorded map weighs them 3:1, so must the model).
+    let (_, f, c) = model(&trace_rates(|p| (p / 1024) as u16, |ms| (ms / 1000) % 2 == 1, 6, 9));
     assert_eq!(f.phases.kinds, 2, "{:?}", f.phases);
     assert_eq!(f.workload.phases.len(), 2);
     assert_eq!(f.workload.iterations, 3);
     let s = spreads(&f);
     assert!(s.contains("private") && s.contains("uniform"), "{s}");
     assert!(c.l1 <= 0.15, "L1 {}", c.l1);
-    // Half the accesses local (the private phases), the rest spread.
+    // A quarter of the samples private (all local), three quarters spread (a quarter local).
     let local: f64 = (0..4).map(|i| c.recorded[i][i]).sum();
-    assert!(local > 0.5 && local < 0.75, "{local}");
+    assert!((local - (0.25 + 0.75 * 0.25)).abs() < 0.03, "{local}");
 }
 
 #[test]
