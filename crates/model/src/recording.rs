@@ -61,8 +61,11 @@ pub struct Recording {
 
 /// The regions of all records as one list: a mapping that `mprotect` split into pieces (a
 /// garbage collector, a fault-driven profiler, the kernel's hinting scan emulated by a program)
-/// is listed differently from one record to the next, so regions that overlap are one region.
-/// Regions that only touch stay apart (a thread's stack often ends where a buffer begins).
+/// is listed differently from one record to the next (and in pieces that only touch when the
+/// program protects single pages), so regions of the same name that overlap or touch are one
+/// region. The kernel itself merges touching anonymous mappings with the same flags, so pieces
+/// that stay apart usually differ in permissions: fragments of one allocation, or a neighbour
+/// such as a thread's stack, which the object finder trims off as an end with few samples.
 /// The resident pages are the last record's, summed over the pieces inside each region.
 fn merge_regions(mut spans: Vec<(u64, u64, String)>, last: &[(u64, u64, Vec<u64>)], nn: usize) -> Vec<RecRegion> {
     spans.sort_by_key(|a| (a.0, a.1));
@@ -70,7 +73,7 @@ fn merge_regions(mut spans: Vec<(u64, u64, String)>, last: &[(u64, u64, Vec<u64>
     for (s, e, name) in spans {
         if let Some(r) = out.last_mut() {
             let end = r.start_vpn + r.npages;
-            if s < end {
+            if s < end || (s == end && r.name == name) {
                 r.npages = r.npages.max(e.saturating_sub(r.start_vpn));
                 continue;
             }

@@ -238,3 +238,51 @@ fn empty_and_malformed_traces_are_refused_with_file_and_reason() {
 fn spreads_are_the_public_patterns() {
     assert_eq!(Spread::Private.describe(), "private");
 }
+
+#[test]
+fn page_level_fragments_are_one_object_and_a_touching_stack_is_trimmed_off() {
+    let text = String::from_utf8(trace(|p| (p / 1024) as u16, |_| false, 3)).unwrap();
+    let mut n = 0u64;
+    let out: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "placement" {
+                n += 1;
+                // The buffer in fragments of 1..64 pages that differ per record, and a thread's
+                // stack (512 pages) ending where the buffer begins.
+                let mut regs = vec![serde_json::json!({"app": PID, "start_vpn": START - 512, "npages": 512,
+                                                       "name": "[anon]", "resident": [8, 0, 0, 0, 0]})];
+                let mut at = 0u64;
+                while at < NPAGES {
+                    let len = (1 + (at * 7 + n * 13) % 64).min(NPAGES - at);
+                    regs.push(serde_json::json!({"app": PID, "start_vpn": START + at, "npages": len,
+                                                 "name": "[anon]", "resident": [len, 0, 0, 0, 0]}));
+                    at += len;
+                }
+                v["regions"] = serde_json::json!(regs);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    // A few samples on the stack's top pages.
+    let stack: String = (0..10)
+        .map(|i| {
+            format!(
+                "{{\"type\":\"sample\",\"app\":{PID},\"tid\":{},\"cpu\":0,\"addr\":{},\"kind\":\"page-fault\",\"time_ns\":{}}}\n",
+                PID + 1,
+                (START - 1 - i % 3) * 4096,
+                1000 + i
+            )
+        })
+        .collect();
+    let (head, rest) = out.split_once('\n').unwrap();
+    let (rec, f, c) = model(format!("{head}\n{stack}{rest}").as_bytes());
+    assert_eq!(rec.regions.len(), 1, "touching same-name pieces are one region");
+    assert_eq!(f.objects.len(), 1);
+    // The stack's few used pages right below the buffer may stay in (they hold samples too).
+    let o = &f.objects[0];
+    assert!(o.start_vpn <= START && START - o.start_vpn <= 8, "{:?} {:?}", o, f.notes);
+    assert_eq!(o.start_vpn + o.npages, START + NPAGES);
+    assert!(c.l1 <= 0.15, "L1 {}", c.l1);
+}
