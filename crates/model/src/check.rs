@@ -4,10 +4,12 @@
 //!
 //! The recorded map counts the model's samples (those in its objects and threads): row = node
 //! of the CPU that took the sample, column = node of the page (the placement record of the
-//! sample's cycle). The simulated map is the simulator's (row = node of the accessing thread,
+//! sample's cycle, else any record that lists the page, else the nearest page within 64 pages
+//! whose node a record gives: some kernels do not tell the node of a page under PROT_NONE,
+//! and leaving those samples out would bias the rows; the count is reported). The simulated map is the simulator's (row = node of the accessing thread,
 //! column = node of the memory, shares of all accesses) for the placement: each object is cut
 //! into up to 256 equal page groups, each placed in proportion to where the recording last saw
-//! its sampled pages (the object's mix where a group has none). The distance is the L1 norm of
+//! its sampled pages (the nearest group's mix where a group has none). The distance is the L1 norm of
 //! the difference of the two normalised matrices (0 = identical, 2 = disjoint).
 
 use crate::fit::Fitted;
@@ -32,11 +34,29 @@ pub struct CheckResult {
     pub samples: usize,
     /// Model samples whose page node no placement record gives (left out of the map).
     pub unknown: usize,
+    /// Of the samples in the map, those whose page's node no record gave, taken from the
+    /// nearest page (within [`NEARBY`] pages) whose node was recorded.
+    pub nearby: usize,
     pub simulated_runtime_s: f64,
 }
 
 /// Most page groups per object in the simulated placement.
 const GROUPS: usize = 256;
+/// How far (pages) the nearest page with a recorded node may be from a sample's page.
+pub const NEARBY: u64 = 64;
+
+/// The recorded node of the page nearest to `vpn` inside `obj`, within [`NEARBY`] pages.
+fn nearest(last: &std::collections::BTreeMap<u64, u16>, obj: &crate::objects::ObjectSpan, vpn: u64) -> Option<u16> {
+    let lo = vpn.saturating_sub(NEARBY).max(obj.start_vpn);
+    let hi = (vpn + NEARBY + 1).min(obj.start_vpn + obj.npages);
+    let below = last.range(lo..=vpn).next_back();
+    let above = last.range(vpn..hi).next();
+    match (below, above) {
+        (Some(b), Some(a)) => Some(if vpn - b.0 <= a.0 - vpn { *b.1 } else { *a.1 }),
+        (Some(x), None) | (None, Some(x)) => Some(*x.1),
+        (None, None) => None,
+    }
+}
 
 /// Compare the recorded access map with the model's, simulated under the recorded placement.
 pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
@@ -54,14 +74,21 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
     }
     let nn = m.n_nodes();
     let idx = rec.node_index();
+    let last = rec.last_nodes();
     let tids: std::collections::BTreeSet<u32> = f.threads.iter().map(|t| t.tid).collect();
     let mut counts = vec![vec![0u64; nn]; nn];
-    let (mut known, mut unknown) = (0usize, 0usize);
+    let (mut known, mut unknown, mut nearby) = (0usize, 0usize, 0usize);
     for s in &rec.samples {
-        if !tids.contains(&s.tid) || objects::locate(&f.objects, s.vpn).is_none() {
-            continue;
-        }
-        match (rec.node_of_cpu(s.cpu), rec.node_at(&idx, s.vpn, s.time_ns)) {
+        let Some(o) = objects::locate(&f.objects, s.vpn).filter(|_| tids.contains(&s.tid)) else { continue };
+        let col = match rec.node_at(&idx, s.vpn, s.time_ns) {
+            Some(c) => Some(c),
+            None => {
+                let c = nearest(&last, &f.objects[o], s.vpn);
+                nearby += usize::from(c.is_some());
+                c
+            }
+        };
+        match (rec.node_of_cpu(s.cpu), col) {
             (Some(r), Some(c)) if (c as usize) < nn => {
                 counts[r][c as usize] += 1;
                 known += 1;
@@ -77,7 +104,6 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
     }
     let recorded: Vec<Vec<f64>> = counts.iter().map(|r| r.iter().map(|c| *c as f64 / known as f64).collect()).collect();
     // The recorded placement.
-    let last = rec.last_nodes();
     let targets: Vec<ThreadTarget> = f.threads.iter().map(|t| ThreadTarget::Cpu(CpuId(t.cpu))).collect();
     let mut groups: Vec<Vec<Vec<f64>>> = Vec::new();
     for obj in &f.objects {
@@ -114,11 +140,22 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
         }
         for p in &mut per {
             mem(p);
-            if p.iter().sum::<f64>() == 0.0 {
-                p.clone_from(&all);
-            }
         }
-        groups.push(per);
+        // A group without a known page takes the mix of the nearest group with one (pages next
+        // to each other were usually placed together), else the object's.
+        let have: Vec<usize> = (0..g).filter(|&k| per[k].iter().sum::<f64>() > 0.0).collect();
+        let filled: Vec<Vec<f64>> = (0..g)
+            .map(|k| {
+                if per[k].iter().sum::<f64>() > 0.0 {
+                    return per[k].clone();
+                }
+                match have.iter().min_by_key(|&&h| (h as i64 - k as i64).unsigned_abs()) {
+                    Some(&h) => per[h].clone(),
+                    None => all.clone(),
+                }
+            })
+            .collect();
+        groups.push(filled);
     }
     let sim = Simulation::new(m.clone(), vec![f.workload.clone()], SimOptions::default())
         .map_err(|e| ModelError::Sim(format!("simulating the model on `{}`: {e}", m.name)))?;
@@ -134,6 +171,7 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
         l1,
         samples: known,
         unknown,
+        nearby,
         simulated_runtime_s: r.runtime_s,
     })
 }

@@ -286,3 +286,34 @@ fn page_level_fragments_are_one_object_and_a_touching_stack_is_trimmed_off() {
     assert_eq!(o.start_vpn + o.npages, START + NPAGES);
     assert!(c.l1 <= 0.15, "L1 {}", c.l1);
 }
+
+#[test]
+fn samples_whose_page_node_was_not_told_take_a_nearby_pages() {
+    // As on kernels that do not tell the node of a page under PROT_NONE: the placement
+    // records know only every fourth page.
+    let text = String::from_utf8(trace(|p| (p / 1024) as u16, |_| false, 3)).unwrap();
+    let out: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "placement" {
+                let keep: Vec<serde_json::Value> = v["pages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p[1].as_u64().unwrap() % 4 == 0)
+                    .cloned()
+                    .collect();
+                v["pages"] = serde_json::json!(keep);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let (_, _, c) = model(out.as_bytes());
+    assert!(c.nearby > c.samples / 2, "{} of {}", c.nearby, c.samples);
+    // Every thread's row keeps its weight (a quarter each) and stays local.
+    for i in 0..4 {
+        assert!((c.recorded[i][i] - 0.25).abs() < 0.02, "{:?}", c.recorded);
+    }
+    assert!(c.l1 <= 0.15, "L1 {}", c.l1);
+}

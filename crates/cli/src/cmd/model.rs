@@ -109,9 +109,14 @@ fn name_of(a: &Args) -> String {
 fn print_maps(c: &ptb_model::CheckResult) {
     let head: String = c.nodes.iter().map(|n| format!("{:>7}", format!("node{n}"))).collect();
     println!(
-        "\naccess map, % of the modelled samples (rows: node of the CPU, columns: node of the memory):\n  recorded (MEASURED, {} samples{}):",
+        "\naccess map, % of the modelled samples (rows: node of the CPU, columns: node of the memory):\n  recorded (MEASURED, {} samples{}{}):",
         c.samples,
-        if c.unknown > 0 { format!(", {} more with no known page node", c.unknown) } else { String::new() }
+        if c.nearby > 0 {
+            format!(", {} of them with the node of a page within {} pages", c.nearby, ptb_model::check::NEARBY)
+        } else {
+            String::new()
+        },
+        if c.unknown > 0 { format!("; {} more with no known page node", c.unknown) } else { String::new() }
     );
     let show = |m: &[Vec<f64>]| {
         println!("          {head}");
@@ -175,7 +180,7 @@ pub fn run(a: Args) -> Result<()> {
         });
         if let Some(c) = &checked {
             v["check"] = json!({"nodes": c.nodes, "recorded": c.recorded, "simulated": c.simulated, "l1": c.l1,
-                                "samples": c.samples, "samples_unknown_node": c.unknown,
+                                "samples": c.samples, "samples_unknown_node": c.unknown, "samples_node_from_nearby_page": c.nearby,
                                 "simulated_runtime_s": c.simulated_runtime_s, "max_l1": a.max_l1});
         }
         println!("{}", serde_json::to_string_pretty(&v)?);

@@ -26,6 +26,9 @@ pub struct Observed {
     pub counts: Vec<Vec<u64>>,
     /// Samples whose CPU or page node was not known.
     pub unknown: u64,
+    /// Samples in the map whose page's node the kernel did not tell in their cycle, taken from
+    /// an earlier cycle (some kernels do not tell the node of a page under PROT_NONE).
+    pub from_earlier: u64,
     /// The last non-empty pages-per-node read, and when.
     pub pages: Option<NodePages>,
     pub pages_at: Option<Instant>,
@@ -49,7 +52,12 @@ pub struct Observer {
     pub inner: Box<dyn Policy>,
     pub seen: Arc<Mutex<Observed>>,
     pub root: ProcRoot,
+    /// The last node seen of each sampled page (at most [`MAX_REMEMBERED`]).
+    pub nodes: std::collections::HashMap<ptb_profile::PageKey, usize>,
 }
+
+/// Pages whose node the observer remembers.
+pub const MAX_REMEMBERED: usize = 1 << 20;
 
 impl Policy for Observer {
     fn name(&self) -> String {
@@ -78,7 +86,20 @@ impl Policy for Observer {
         let nn = o.counts.len();
         for s in snap.samples {
             let row = snap.machine.node_of_cpu(s.cpu).map(|n| n.ix());
-            let col = snap.pages.get(s.page(ps)).map(|n| n.ix());
+            let key = s.page(ps);
+            let col = match snap.pages.get(key).map(|n| n.ix()) {
+                Some(c) => {
+                    if self.nodes.len() < MAX_REMEMBERED || self.nodes.contains_key(&key) {
+                        self.nodes.insert(key, c);
+                    }
+                    Some(c)
+                }
+                None => {
+                    let c = self.nodes.get(&key).copied();
+                    o.from_earlier += u64::from(c.is_some());
+                    c
+                }
+            };
             match (row, col) {
                 (Some(r), Some(c)) if r < nn && c < nn => o.counts[r][c] += 1,
                 _ => o.unknown += 1,
