@@ -33,6 +33,7 @@ use crate::plan::{AllocPolicy, PageMove, Plan, SamplingMode, SamplingRequest, St
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
 use ptb_profile::histogram::{self, Histogram, HistogramKind};
+use ptb_profile::SampledEvent;
 use ptb_profile::Tid;
 use ptb_topology::NodeIdx;
 use std::time::Duration;
@@ -170,7 +171,10 @@ impl Policy for PtbClassic {
     }
 
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: self.cfg.period }, cycle: self.cfg.tau }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Ops, period: self.cfg.period },
+            cycle: self.cfg.tau,
+        }
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {

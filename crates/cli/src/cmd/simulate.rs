@@ -35,9 +35,8 @@ pub struct Args {
     /// Restrict the run to these nodes (kernel ids, numactl list such as `0,3,5`).
     #[arg(long, value_name = "LIST")]
     nodes: Option<String>,
-    /// Multiply every phase's work (shorter or longer runs).
-    #[arg(long, default_value_t = 1.0)]
-    duration_scale: f64,
+    #[command(flatten)]
+    world: crate::world::WorldArgs,
     /// Charge the measured policy decision time to the run (results then vary run to run).
     #[arg(long)]
     charge_decision: bool,
@@ -76,6 +75,7 @@ struct Output<'a> {
     simulated: bool,
     machine: &'a str,
     seed: u64,
+    world: crate::world::World,
     results: &'a [RunResult],
 }
 
@@ -104,14 +104,14 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) => Some(NodeSet::parse_list(s).with_context(|| format!("--nodes `{s}`"))?),
         None => None,
     };
-    let opts = SimOptions {
+    let mut opts = SimOptions {
         seed: args.seed,
         threads: args.threads,
         nodes,
-        duration_scale: args.duration_scale,
         charge_decision: args.charge_decision,
         ..SimOptions::default()
     };
+    args.world.apply(&mut opts);
     let mut results = Vec::new();
     for mix in args.workload.split(',').filter(|s| !s.trim().is_empty()) {
         let workloads = ptb_sim::resolve_mix(mix)?;
@@ -123,11 +123,18 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if args.json {
-        let out = Output { simulated: true, machine: &machine.name, seed: args.seed, results: &results };
+        let out = Output {
+            simulated: true,
+            machine: &machine.name,
+            seed: args.seed,
+            world: args.world.describe(),
+            results: &results,
+        };
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     println!("SIMULATED results on machine `{}` (seed {}); first-touch is the reference.", machine.name, args.seed);
+    println!("{}", args.world.line());
     let mut t = Table::new();
     t.set_header(vec![
         "workload",

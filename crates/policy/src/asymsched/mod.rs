@@ -33,6 +33,7 @@ use crate::plan::{ThreadMove, ThreadTarget};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
 use clusters::{clusters, Cluster, Measure};
+use ptb_profile::SampledEvent;
 use ptb_profile::{AppId, Tid};
 use ptb_topology::{Machine, NodeIdx};
 use search::{search, Item, Problem};
@@ -145,7 +146,10 @@ impl Policy for AsymSched {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: self.cfg.sample_period }, cycle: self.cfg.cycle }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Ops, period: self.cfg.sample_period },
+            cycle: self.cfg.cycle,
+        }
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {
