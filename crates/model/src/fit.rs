@@ -364,6 +364,7 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
             write_share: if ld + st >= 10 { round2(st as f64 / (ld + st) as f64) } else { 0.3 },
             mlp: MLP,
             ips: IPS,
+            mem_ops_pki: None,
             threads: None,
             thread_work: uneven.then_some(tw),
             access,

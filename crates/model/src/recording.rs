@@ -124,10 +124,15 @@ impl Recording {
             .filter(|s| s.app == pid)
             .all(|s| matches!(s.kind, SampleKind::PageFault | SampleKind::HintFault))
             || t.source.starts_with("page-faults");
+        // Samples the source marks as cache hits (IBS/SPE ops) are not memory traffic.
+        let hits = t.samples.iter().filter(|s| s.app == pid && !s.is_memory_access()).count();
+        if hits > 0 {
+            notes.push(format!("left out {hits} samples the source marks as cache hits (not memory accesses)"));
+        }
         let mut samples: Vec<RecSample> = t
             .samples
             .iter()
-            .filter(|s| s.app == pid)
+            .filter(|s| s.app == pid && s.is_memory_access())
             .take(MAX_SAMPLES)
             .map(|s| RecSample {
                 tid: s.tid,

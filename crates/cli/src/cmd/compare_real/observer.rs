@@ -70,7 +70,8 @@ impl Policy for Observer {
         let s = self.inner.sampling();
         match s.mode {
             SamplingMode::None => {
-                SamplingRequest { mode: SamplingMode::Address { period: OBSERVE_PERIOD }, cycle: s.cycle }
+                let mode = SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period: OBSERVE_PERIOD };
+                SamplingRequest { mode, cycle: s.cycle }
             }
             _ => s,
         }
