@@ -209,7 +209,13 @@ fn run_one(c: &Ctx, modes: &[Mode], mi: usize, rep: u32, order: usize) -> Result
     let Some(mut p) = prepare(&ma)? else { bail!("this machine has nothing to place") };
     let seen = Arc::new(Mutex::new(Observed::new(c.nodes)));
     let inner = std::mem::replace(&mut p.policy, Box::new(ptb_policy::first_touch::FirstTouch));
-    p.policy = Box::new(Observer { inner, seen: seen.clone(), root: c.root.clone(), nodes: Default::default() });
+    p.policy = Box::new(Observer {
+        inner,
+        seen: seen.clone(),
+        root: c.root.clone(),
+        nodes: Default::default(),
+        pending: Vec::new(),
+    });
     let start = p.policy.start(&StartContext { machine: &p.machine, allowed: &p.allowed, threads: &[] });
     let alloc = start.alloc.clone();
     let balancing = if m.balancing { Some(BalancingOn::enable(&c.root).map_err(anyhow::Error::msg)?) } else { None };

@@ -24,10 +24,13 @@ pub struct Observed {
     pub pid: u32,
     /// `counts[cpu node][page node]`, dense indices.
     pub counts: Vec<Vec<u64>>,
-    /// Samples whose CPU or page node was not known.
+    /// Samples whose CPU or page node was not known (or still waited for it at the end).
     pub unknown: u64,
-    /// Samples in the map whose page's node the kernel did not tell in their cycle, taken from
-    /// an earlier cycle (some kernels do not tell the node of a page under PROT_NONE).
+    /// Samples still waiting for their page's node after the last cycle.
+    pub waiting: u64,
+    /// Samples in the map whose page's node the kernel did not tell in their cycle (some
+    /// kernels do not tell the node of a page under PROT_NONE), taken from an earlier cycle
+    /// that knew it, or asked again in the next [`RETRIES`] cycles.
     pub from_earlier: u64,
     /// The last non-empty pages-per-node read, and when.
     pub pages: Option<NodePages>,
@@ -54,7 +57,12 @@ pub struct Observer {
     pub root: ProcRoot,
     /// The last node seen of each sampled page (at most [`MAX_REMEMBERED`]).
     pub nodes: std::collections::HashMap<ptb_profile::PageKey, usize>,
+    /// Samples whose page's node is not known yet: (page, node of the CPU, cycles left).
+    pub pending: Vec<(ptb_profile::PageKey, usize, u8)>,
 }
+
+/// Cycles a sample whose page's node is unknown waits for it.
+pub const RETRIES: u8 = 3;
 
 /// Pages whose node the observer remembers.
 pub const MAX_REMEMBERED: usize = 1 << 20;
@@ -103,9 +111,35 @@ impl Policy for Observer {
             };
             match (row, col) {
                 (Some(r), Some(c)) if r < nn && c < nn => o.counts[r][c] += 1,
+                (Some(r), None) if r < nn && self.pending.len() < MAX_REMEMBERED => {
+                    self.pending.push((key, r, RETRIES))
+                }
                 _ => o.unknown += 1,
             }
         }
+        // Ask again for the pages of earlier samples (the program's own pages only).
+        if o.pid != 0 && !self.pending.is_empty() {
+            let waiting = std::mem::take(&mut self.pending);
+            let addrs: Vec<u64> = waiting.iter().map(|(k, _, _)| k.vpn.saturating_mul(ps)).collect();
+            let st = ptb_linux::actuator::query_pages(o.pid, &addrs).unwrap_or_default();
+            for (i, (key, row, left)) in waiting.into_iter().enumerate() {
+                let node = st
+                    .get(i)
+                    .filter(|s| **s >= 0 && key.app == o.pid)
+                    .and_then(|s| snap.machine.node_idx(ptb_topology::NodeId(*s as u32)))
+                    .map(|n| n.ix())
+                    .filter(|c| *c < nn);
+                match node {
+                    Some(c) => {
+                        o.counts[row][c] += 1;
+                        o.from_earlier += 1;
+                    }
+                    None if left > 1 => self.pending.push((key, row, left - 1)),
+                    None => o.unknown += 1,
+                }
+            }
+        }
+        o.waiting = self.pending.len() as u64;
         if o.pid != 0 {
             if let Ok(p) = numa_pages::read(&self.root, o.pid, ps) {
                 if p.total() > 0 {

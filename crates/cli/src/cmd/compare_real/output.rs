@@ -99,7 +99,7 @@ pub fn document(info: &Info, runs: &[RunOut], notes: &[String]) -> Result<Docume
         extra.insert("anon_pages_per_node_at_end".into(), pages_json(r, true));
         extra.insert("numa_maps_read_ms_before_exit".into(), json!(r.pages_age_ms));
         extra.insert("samples_in_map".into(), json!(r.seen.known()));
-        extra.insert("samples_unknown_node".into(), json!(r.seen.unknown));
+        extra.insert("samples_unknown_node".into(), json!(r.seen.unknown + r.seen.waiting));
         extra.insert("samples_node_from_earlier_cycle".into(), json!(r.seen.from_earlier));
         extra.insert("new_pages".into(), json!(r.note));
         extra.insert("ptb_stats".into(), serde_json::to_value(&stats)?);
