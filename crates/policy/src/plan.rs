@@ -90,7 +90,8 @@ impl SamplingMode {
     pub fn of_source(name: &str, period: u64) -> Option<SamplingMode> {
         let first = name.split_whitespace().next().unwrap_or("");
         Some(match first {
-            "ibs-op" | "ibs_op" | "spe" => SamplingMode::Address { event: SampledEvent::Ops, period },
+            "ibs-op" | "ibs_op" => SamplingMode::Address { event: SampledEvent::Cycles, period },
+            "spe" => SamplingMode::Address { event: SampledEvent::Ops, period },
             "pebs-loads" => SamplingMode::Address { event: SampledEvent::SlowLoads, period },
             "page-faults" => SamplingMode::PageFaults,
             _ => return None,

@@ -78,6 +78,11 @@ impl Sample {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SampledEvent {
+    /// One op every `period` core clock cycles (AMD IBS op in its default mode, the one the
+    /// PTB thesis and AsymSched used): a fixed number of samples per second per busy core,
+    /// each op a memory op, a DRAM access or neither in proportion to the program's mix. Like
+    /// [`Ops`](Self::Ops), cache hits included and non-memory ops without an address.
+    Cycles,
     /// Every executed op (AMD IBS op with `cnt_ctl`, Arm SPE without filters): one sample per
     /// `period` ops; memory ops of every kind carry an address, cache hits included, and a
     /// data source that says which were DRAM accesses. Non-memory ops are sampled (and cost
@@ -96,6 +101,7 @@ pub enum SampledEvent {
 impl SampledEvent {
     pub fn name(self) -> &'static str {
         match self {
+            SampledEvent::Cycles => "cycles",
             SampledEvent::Ops => "ops",
             SampledEvent::SlowLoads => "slow-loads",
             SampledEvent::Misses => "misses",

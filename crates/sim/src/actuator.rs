@@ -69,6 +69,10 @@ impl Run<'_> {
                 }
             }
         }
+        // Idle CPUs pull threads that pinning left two to a CPU.
+        if !plan.threads.is_empty() && self.balance_idle() > 0 {
+            self.dirty = true;
+        }
         // Pages: collect (object, page, to).
         let l = &self.sim.layout;
         let mut moves: Vec<(usize, usize, usize)> = Vec::new();

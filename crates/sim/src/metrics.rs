@@ -28,6 +28,7 @@ pub(crate) struct Accum {
     pub decision_charged_ns: f64,
     pub cycles: u64,
     pub samples: u64,
+    pub samples_dram: u64,
     pub samples_dropped: u64,
     pub hint_faults: u64,
     pub sample_overhead_ns: f64,
@@ -53,6 +54,7 @@ impl Accum {
             decision_charged_ns: 0.0,
             cycles: 0,
             samples: 0,
+            samples_dram: 0,
             samples_dropped: 0,
             hint_faults: 0,
             sample_overhead_ns: 0.0,
@@ -153,6 +155,9 @@ pub struct RunResult {
     pub decision_charged: bool,
     pub cycles: u64,
     pub samples: u64,
+    /// Kept samples that were DRAM accesses (the rest hit a cache; op samplers only).
+    #[serde(default)]
+    pub samples_dram: u64,
     pub samples_dropped: u64,
     pub hint_faults: u64,
     /// CPU time charged for samples and hinting faults, seconds.
@@ -278,6 +283,7 @@ impl Run<'_> {
             decision_charged: sim.opts.charge_decision,
             cycles: self.acc.cycles,
             samples: self.acc.samples,
+            samples_dram: self.acc.samples_dram,
             samples_dropped: self.acc.samples_dropped,
             hint_faults: self.acc.hint_faults,
             sampling_overhead_s: self.acc.sample_overhead_ns / 1e9,

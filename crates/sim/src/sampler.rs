@@ -63,6 +63,9 @@ pub(crate) fn stall_latency_ns(d: &Demand, r: &Rate) -> f64 {
     (d.mlp * (d.speed / r.lines_per_ns - 1.0 / (d.ips * d.m))).max(r.latency_ns)
 }
 
+/// Core clock of a machine whose model does not give one, GHz (cycle-counting samplers only).
+pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
+
 /// Per thread and step: how many samples, and what share of them are DRAM accesses / writes.
 struct Draw {
     /// Events of the sampled kind in the step.
@@ -75,9 +78,20 @@ struct Draw {
     interrupts: f64,
 }
 
-fn draw(event: SampledEvent, instr: f64, d: &Demand, mops: f64, ws: f64) -> Draw {
+/// `instr`: instructions the thread executed in the step; `cycles`: core cycles it ran.
+fn draw(event: SampledEvent, instr: f64, cycles: f64, d: &Demand, mops: f64, ws: f64) -> Draw {
     let lines = instr * d.m;
     match event {
+        SampledEvent::Cycles => {
+            // Each sampled cycle tags one op, a memory op with probability `mops`.
+            let mops = mops.max(d.m);
+            Draw {
+                events: cycles * mops,
+                dram: if mops > 0.0 { d.m / mops } else { 0.0 },
+                writes: ws,
+                interrupts: if mops > 0.0 { 1.0 / mops } else { 0.0 },
+            }
+        }
         SampledEvent::Ops => {
             let mem = instr * mops.max(d.m);
             Draw {
@@ -103,6 +117,7 @@ impl Run<'_> {
         let sample_ns = self.sim.costs.sample_us * 1e3;
         let cap = self.sim.opts.max_samples_per_cycle;
         let period = period.max(1) as f64;
+        let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
         for t in 0..self.threads.len() {
             let rt = &mut self.threads[t];
             let run_ns = (dt - rt.stall_ns.min(dt)).min(if rt.rate.instr_per_ns > 0.0 {
@@ -116,7 +131,7 @@ impl Run<'_> {
             let th = &l.threads[t];
             let app = &l.apps[th.app];
             let ph = &app.phases[app.sequence[self.apps[th.app].cur]];
-            let dr = draw(event, rt.rate.instr_per_ns * run_ns, &rt.demand, ph.mops, ph.write_share);
+            let dr = draw(event, rt.rate.instr_per_ns * run_ns, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
             let x = dr.events / period + rt.sample_carry;
             let k = x.floor();
             rt.sample_carry = x - k;
@@ -149,6 +164,7 @@ impl Run<'_> {
                 // Local or remote is settled when the cycle looks up where the page lives
                 // (pages move only between cycles), from the sample's CPU.
                 let level = if dram { MemLevel::LocalDram } else { MemLevel::Cache };
+                self.acc.samples_dram += u64::from(dram);
                 self.samples.push(Sample {
                     app: th.app as u32,
                     tid: th.tid,
@@ -189,16 +205,20 @@ mod tests {
     fn op_sampling_sees_cache_hits_and_interrupts_on_every_op() {
         let d = Demand { l0: 90.0, coeffs: vec![], speed: 1.0, ips: 2.0, m: 0.03, mlp: 2.0 };
         // 1e6 instructions, 350 memory ops per kilo-instruction, 30 of them DRAM accesses.
-        let x = draw(SampledEvent::Ops, 1e6, &d, 0.35, 0.25);
+        let x = draw(SampledEvent::Ops, 1e6, 0.0, &d, 0.35, 0.25);
         assert!((x.events - 350_000.0).abs() < 1e-6);
         assert!((x.dram - 30.0 / 350.0).abs() < 1e-9);
         assert!((x.events * x.interrupts - 1e6).abs() < 1e-3, "one interrupt per sampled op");
         // PEBS load latency: only the DRAM reads.
-        let y = draw(SampledEvent::SlowLoads, 1e6, &d, 0.35, 0.25);
+        let y = draw(SampledEvent::SlowLoads, 1e6, 0.0, &d, 0.35, 0.25);
         assert!((y.events - 30_000.0 * 0.75).abs() < 1e-6);
         assert_eq!((y.dram, y.writes), (1.0, 0.0));
         // Miss sampling: every DRAM access.
-        let z = draw(SampledEvent::Misses, 1e6, &d, 0.35, 0.25);
+        let z = draw(SampledEvent::Misses, 1e6, 0.0, &d, 0.35, 0.25);
         assert!((z.events - 30_000.0).abs() < 1e-6);
+        // IBS in cycle mode: 2e6 cycles, one op per sampled cycle.
+        let c = draw(SampledEvent::Cycles, 1e6, 2e6, &d, 0.35, 0.25);
+        assert!((c.events * c.interrupts - 2e6).abs() < 1e-3, "one interrupt per sampled cycle");
+        assert!((c.events * c.dram - 2e6 * 0.03).abs() < 1e-6, "DRAM ops in the op mix");
     }
 }

@@ -27,6 +27,13 @@
 //!   node affinity) or one CPU never leaves it. A moved thread loses its cache contents:
 //!   `costs.thread_us` of stall.
 //!
+//! - **Idle balancing**: a CPU left idle while another runs two threads pulls one of them, if
+//!   its affinity allows (Linux's idle and new-idle balancing, from the nearest domain outwards:
+//!   same CPU group first, then same node, then any node). It runs after every plan and every
+//!   tick, so a policy that pins threads to a node one by one does not leave two on one CPU
+//!   while another CPU of that node idles. A pull across CPU groups costs the pulled thread
+//!   `costs.thread_us` of lost cache.
+//!
 //! Calibration: with `rate` = [`DEFAULT_MIGRATIONS_PER_S`], a thread of a 15-60 s run changes
 //! node dozens of times, so a parallel-initialised program's local share under the default falls
 //! to about one over the number of nodes (26% measured for lu.C and ep.C on 4 nodes) whatever its
@@ -151,11 +158,60 @@ impl Run<'_> {
         }
     }
 
+    /// Idle balancing (see the module docs). Returns how many threads moved.
+    pub(crate) fn balance_idle(&mut self) -> u64 {
+        let stall = self.sim.costs.thread_us * 1e3;
+        let mut moved = 0;
+        loop {
+            let mut pulled = false;
+            for &idle in &self.sim.allowed_cpu_pos {
+                if self.cpu_load[idle] > 0 {
+                    continue;
+                }
+                // The nearest busy CPU with a thread that may run here: same group, then node.
+                let (ig, inode) = (self.sim.cpu_group[idle], self.sim.cpu_node[idle]);
+                let dist = |p: usize| {
+                    if self.sim.cpu_group[p] == ig {
+                        0
+                    } else if self.sim.cpu_node[p] == inode {
+                        1
+                    } else {
+                        2
+                    }
+                };
+                let pick = (0..self.threads.len())
+                    .filter(|&t| self.threads[t].alive && self.cpu_load[self.threads[t].cpu_pos] >= 2)
+                    .filter(|&t| self.may_run_on(t, idle))
+                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), self.threads[t].cpu_pos, t));
+                if let Some(t) = pick {
+                    let from = self.threads[t].cpu_pos;
+                    self.place_thread(t, idle);
+                    if self.sim.cpu_group[from] != ig {
+                        self.threads[t].stall_ns += stall;
+                        self.acc.sched_migration_ns += stall;
+                    }
+                    if self.sim.cpu_node[from] != inode {
+                        self.acc.sched_migrations += 1;
+                    }
+                    moved += 1;
+                    pulled = true;
+                }
+            }
+            if !pulled {
+                break;
+            }
+        }
+        moved
+    }
+
     /// One scheduler tick of `dt` ns: each movable thread changes node with probability
     /// `1 - exp(-rate dt)`. Returns how many threads moved.
     pub(crate) fn sched_tick(&mut self, dt: f64) -> u64 {
         let rate = self.sim.opts.linux_migrations_per_s;
         if rate <= 0.0 || dt <= 0.0 {
+            if self.balance_idle() > 0 {
+                self.dirty = true;
+            }
             return 0;
         }
         let p = 1.0 - (-rate * dt / 1e9).exp();
@@ -203,6 +259,9 @@ impl Run<'_> {
         if moved > 0 {
             self.acc.sched_migrations += moved;
             self.acc.sched_migration_ns += moved as f64 * stall;
+            self.dirty = true;
+        }
+        if self.balance_idle() > 0 {
             self.dirty = true;
         }
         moved

@@ -72,8 +72,8 @@ impl Fixture {
             cycle: Duration::from_secs(1),
             threads: &self.threads,
             samples: &self.samples,
-            sampling: crate::SamplingMode::Address { event: crate::SampledEvent::Ops, period: 4096 },
-            sampling_period: 4096,
+            sampling: crate::SamplingMode::Address { event: crate::SampledEvent::Cycles, period: 131_072 },
+            sampling_period: 131_072,
             pages: &self.pages,
             regions: &[],
             free_bytes: &self.free,
@@ -227,13 +227,13 @@ fn unequal_and_cpuless_nodes_and_classic_collisions() {
 fn parameters_defaults_and_errors() {
     let p = policy(&[]);
     assert_eq!(p.config(), &ClassicConfig::default());
-    assert_eq!(p.sampling().mode, SamplingMode::Address { event: SampledEvent::Ops, period: 4096 });
+    assert_eq!(p.sampling().mode, SamplingMode::Address { event: SampledEvent::Cycles, period: 131_072 });
     assert_eq!(p.sampling().cycle, Duration::from_secs(1));
     let p = policy(&["ptb-classic.tau=0.5", "ptb-classic.period=65536", "ptb-classic.hash_slots=20000"]);
     assert_eq!(
         p.sampling(),
         SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Ops, period: 65536 },
+            mode: SamplingMode::Address { event: SampledEvent::Cycles, period: 65536 },
             cycle: Duration::from_millis(500)
         }
     );

@@ -112,6 +112,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency: lat,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.4,
         notes: vec![
             "source: ../shared/spec/machines.md section 3, the 4-node 2 x Xeon E5-2680 v4 cluster-on-die \
              MLC matrices (published, verbatim; MB/s / 1000 = GB/s)"

@@ -47,6 +47,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency: lat,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.0,
         notes: vec![
             "source: ../shared/spec/machines.md section 3 (CXL memory expander as a CPU-less node, single-socket \
              host, MLC): latency 84.5 / 564.5 ns and bandwidth 30.6 / 4.8 GB/s are published"

@@ -122,6 +122,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.45,
         notes: vec![
             "source: ../shared/spec/machines.md section 3 (AMD EPYC, NPS4: same-package node ~1.7x local \
              latency, other package ~3.3x; one published report); the part is assumed EPYC 7763-like"

@@ -184,6 +184,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
+        clock_ghz: 2.1,
         notes: vec![
             "source: ../shared/spec/machines.md section 1 (the thesis machine)".into(),
             "mapping: die Pk = CPUs 8k..8k+7; node id 2j (index j) = dies P2j (DRAM) + P2j+1 (no DRAM); \

@@ -211,6 +211,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
+        clock_ghz: 2.1,
         notes: vec![
             "source: ../shared/spec/machines.md section 2 and asymsched.md (AsymSched machine A)".into(),
             "nodes: 8 x 8 cores (CPUs 8k..8k+7 on node k), 32 GiB each (published: 256 GB total)".into(),
