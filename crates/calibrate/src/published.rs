@@ -121,20 +121,21 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
     let runs = Runs::make(&specs, &opts.base, opts.jobs)?;
     let get = |m: &str, w: &str, p: &str| runs.get(&Spec::new(m, w, p));
     let mut items: Vec<Item> = Vec::new();
-    let mut push = |id: &'static str, group: &'static str, what: String, machine: &'static str, expect: Expect, sim: f64| {
-        let verdict = expect.judge(sim);
-        items.push(Item {
-            id,
-            group,
-            what,
-            machine,
-            published: expect.published_text(),
-            simulated_text: expect.format(sim),
-            expect,
-            simulated: sim,
-            verdict,
-        });
-    };
+    let mut push =
+        |id: &'static str, group: &'static str, what: String, machine: &'static str, expect: Expect, sim: f64| {
+            let verdict = expect.judge(sim);
+            items.push(Item {
+                id,
+                group,
+                what,
+                machine,
+                published: expect.published_text(),
+                simulated_text: expect.format(sim),
+                expect,
+                simulated: sim,
+                verdict,
+            });
+        };
 
     // NPB under interleave and NUMA balancing, with access maps.
     let npb = [("cg", 3.78, 3.64), ("mg", 2.84, 2.30), ("lu", 1.08, 1.10), ("ep", 1.0, 1.0)];
@@ -145,16 +146,50 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         let an = get(N4, w, "autonuma")?;
         let (si, sb) = (speedup(ft, il), speedup(ft, an));
         int_gain.push(si);
-        push(npb_id(w, "interleave"), "NPB", format!("{w}.C interleave vs default"), N4, Expect::Speedup { published: pi }, si);
-        push(npb_id(w, "balancing"), "NPB", format!("{w}.C NUMA balancing vs default"), N4, Expect::Speedup { published: pb }, sb);
+        push(
+            npb_id(w, "interleave"),
+            "NPB",
+            format!("{w}.C interleave vs default"),
+            N4,
+            Expect::Speedup { published: pi },
+            si,
+        );
+        push(
+            npb_id(w, "balancing"),
+            "NPB",
+            format!("{w}.C NUMA balancing vs default"),
+            N4,
+            Expect::Speedup { published: pb },
+            sb,
+        );
     }
     let cg_ft = get(N4, "cg", "first-touch")?;
     let cg_an = get(N4, "cg", "autonuma")?;
     let cg_fast = runs.get(&Spec::new(N4, "cg", "autonuma").with(FAST_SCAN))?;
-    push("npb-cg-fast-scan", "NPB", "cg.C NUMA balancing, much higher scan rate, vs default".into(), N4, Expect::Speedup { published: 4.975 }, speedup(cg_ft, cg_fast));
-    push("npb-cg-fast-scan-helps", "NPB", "cg.C: a higher scan rate beats the default scan rate (ratio - 1)".into(), N4, Expect::Holds, speedup(cg_an, cg_fast) - 1.0);
-    push("npb-gain-order", "NPB", "interleave gains ordered cg > mg > lu >= ep (smallest margin)".into(), N4, Expect::Holds,
-        (int_gain[0] - int_gain[1]).min(int_gain[1] - int_gain[2]).min(int_gain[2] - int_gain[3] + 0.02));
+    push(
+        "npb-cg-fast-scan",
+        "NPB",
+        "cg.C NUMA balancing, much higher scan rate, vs default".into(),
+        N4,
+        Expect::Speedup { published: 4.975 },
+        speedup(cg_ft, cg_fast),
+    );
+    push(
+        "npb-cg-fast-scan-helps",
+        "NPB",
+        "cg.C: a higher scan rate beats the default scan rate (ratio - 1)".into(),
+        N4,
+        Expect::Holds,
+        speedup(cg_an, cg_fast) - 1.0,
+    );
+    push(
+        "npb-gain-order",
+        "NPB",
+        "interleave gains ordered cg > mg > lu >= ep (smallest margin)".into(),
+        N4,
+        Expect::Holds,
+        (int_gain[0] - int_gain[1]).min(int_gain[1] - int_gain[2]).min(int_gain[2] - int_gain[3] + 0.02),
+    );
     let maps: [(&str, &str, &'static str, f64); 13] = [
         ("cg", "first-touch", "npb-map-cg-default-local", 0.19),
         ("cg", "interleave", "npb-map-cg-interleave-local", 0.24),
@@ -180,30 +215,107 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         };
         push(id, "NPB map", what, N4, Expect::Share { published }, v);
     }
-    push("npb-map-lu-default-top-node", "NPB map", "lu.C default share of the busiest memory node".into(), N4,
-        Expect::Share { published: 0.38 }, top_memory_share(get(N4, "lu", "first-touch")?));
+    push(
+        "npb-map-lu-default-top-node",
+        "NPB map",
+        "lu.C default share of the busiest memory node".into(),
+        N4,
+        Expect::Share { published: 0.38 },
+        top_memory_share(get(N4, "lu", "first-touch")?),
+    );
 
     // PTB (the thesis).
-    let (c_ft, c_il, c_pt) = (get(N4, "canneal", "first-touch")?, get(N4, "canneal", "interleave")?, get(N4, "canneal", "ptb-classic")?);
-    let (f_ft, f_il, f_pt) =
-        (get(N4, "fluidanimate", "first-touch")?, get(N4, "fluidanimate", "interleave")?, get(N4, "fluidanimate", "ptb-classic")?);
-    push("ptb-canneal", "PTB", "canneal under PTB vs default".into(), N4, Expect::Speedup { published: 1.84 }, speedup(c_ft, c_pt));
-    push("ptb-fluidanimate", "PTB", "fluidanimate under PTB vs default".into(), N4, Expect::Speedup { published: 1.45 }, speedup(f_ft, f_pt));
-    push("ptb-canneal-interleave", "PTB", "canneal interleaved vs default (\"roughly halves its running time\")".into(), N4,
-        Expect::Speedup { published: 2.0 }, speedup(c_ft, c_il));
-    push("ptb-fluidanimate-interleave-less", "PTB", "interleave helps fluidanimate, less than canneal (smallest margin)".into(), N4,
-        Expect::Holds, (speedup(c_ft, c_il) - speedup(f_ft, f_il)).min(speedup(f_ft, f_il) - 1.0));
-    push("ptb-canneal-dram-samples", "PTB", "canneal DRAM samples per second under PTB (IBS op)".into(), N4,
-        Expect::Range { lo: 30_000.0, hi: 35_000.0 }, c_pt.samples_dram as f64 / c_pt.runtime_s.max(1e-9));
-    push("ptb-fluidanimate-dram-samples", "PTB", "fluidanimate DRAM samples per second under PTB (run mean)".into(), N4,
-        Expect::Range { lo: 1_000.0, hi: 8_000.0 }, f_pt.samples_dram as f64 / f_pt.runtime_s.max(1e-9));
-    push("ptb-canneal-runtime", "PTB", "canneal run length under PTB, s".into(), N4, Expect::Range { lo: 14.0, hi: 14.0 }, c_pt.runtime_s);
-    push("ptb-fluidanimate-runtime", "PTB", "fluidanimate run length under PTB, s".into(), N4, Expect::Range { lo: 35.0, hi: 35.0 }, f_pt.runtime_s);
-    let occupancy = |r: &RunResult| r.policy_stats.get("pages_seen").copied().unwrap_or(0.0) / r.cycles.max(1) as f64 / 15_000.0;
-    push("ptb-table-full", "PTB", "share of the 15,000 slots occupied per cycle (canneal)".into(), N4, Expect::Share { published: 1.0 }, occupancy(c_pt));
-    let conflicts = |r: &RunResult| r.policy_stats.get("hash_collisions").copied().unwrap_or(0.0) / r.cycles.max(1) as f64;
-    push("ptb-table-conflicts", "PTB", "hash conflicts per cycle, the more conflicted of the two programs".into(), N4,
-        Expect::Range { lo: 500_000.0, hi: 500_000.0 }, conflicts(c_pt).max(conflicts(f_pt)));
+    let (c_ft, c_il, c_pt) =
+        (get(N4, "canneal", "first-touch")?, get(N4, "canneal", "interleave")?, get(N4, "canneal", "ptb-classic")?);
+    let (f_ft, f_il, f_pt) = (
+        get(N4, "fluidanimate", "first-touch")?,
+        get(N4, "fluidanimate", "interleave")?,
+        get(N4, "fluidanimate", "ptb-classic")?,
+    );
+    push(
+        "ptb-canneal",
+        "PTB",
+        "canneal under PTB vs default".into(),
+        N4,
+        Expect::Speedup { published: 1.84 },
+        speedup(c_ft, c_pt),
+    );
+    push(
+        "ptb-fluidanimate",
+        "PTB",
+        "fluidanimate under PTB vs default".into(),
+        N4,
+        Expect::Speedup { published: 1.45 },
+        speedup(f_ft, f_pt),
+    );
+    push(
+        "ptb-canneal-interleave",
+        "PTB",
+        "canneal interleaved vs default (\"roughly halves its running time\")".into(),
+        N4,
+        Expect::Speedup { published: 2.0 },
+        speedup(c_ft, c_il),
+    );
+    push(
+        "ptb-fluidanimate-interleave-less",
+        "PTB",
+        "interleave helps fluidanimate, less than canneal (smallest margin)".into(),
+        N4,
+        Expect::Holds,
+        (speedup(c_ft, c_il) - speedup(f_ft, f_il)).min(speedup(f_ft, f_il) - 1.0),
+    );
+    push(
+        "ptb-canneal-dram-samples",
+        "PTB",
+        "canneal DRAM samples per second under PTB (IBS op)".into(),
+        N4,
+        Expect::Range { lo: 30_000.0, hi: 35_000.0 },
+        c_pt.samples_dram as f64 / c_pt.runtime_s.max(1e-9),
+    );
+    push(
+        "ptb-fluidanimate-dram-samples",
+        "PTB",
+        "fluidanimate DRAM samples per second under PTB (run mean)".into(),
+        N4,
+        Expect::Range { lo: 1_000.0, hi: 8_000.0 },
+        f_pt.samples_dram as f64 / f_pt.runtime_s.max(1e-9),
+    );
+    push(
+        "ptb-canneal-runtime",
+        "PTB",
+        "canneal run length under PTB, s".into(),
+        N4,
+        Expect::Range { lo: 14.0, hi: 14.0 },
+        c_pt.runtime_s,
+    );
+    push(
+        "ptb-fluidanimate-runtime",
+        "PTB",
+        "fluidanimate run length under PTB, s".into(),
+        N4,
+        Expect::Range { lo: 35.0, hi: 35.0 },
+        f_pt.runtime_s,
+    );
+    let occupancy =
+        |r: &RunResult| r.policy_stats.get("pages_seen").copied().unwrap_or(0.0) / r.cycles.max(1) as f64 / 15_000.0;
+    push(
+        "ptb-table-full",
+        "PTB",
+        "share of the 15,000 slots occupied per cycle (canneal)".into(),
+        N4,
+        Expect::Share { published: 1.0 },
+        occupancy(c_pt),
+    );
+    let conflicts =
+        |r: &RunResult| r.policy_stats.get("hash_collisions").copied().unwrap_or(0.0) / r.cycles.max(1) as f64;
+    push(
+        "ptb-table-conflicts",
+        "PTB",
+        "hash conflicts per cycle, the more conflicted of the two programs".into(),
+        N4,
+        Expect::Range { lo: 500_000.0, hi: 500_000.0 },
+        conflicts(c_pt).max(conflicts(f_pt)),
+    );
 
     // AsymSched: node subsets on the 8-node machine.
     let m8 = ptb_topology::resolve(N8).map_err(|e| SimError::Machine(e.to_string()))?;
@@ -219,27 +331,81 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
     }
     spreads.sort_by(f64::total_cmp);
     let mean = spreads.iter().sum::<f64>() / spreads.len().max(1) as f64;
-    let median = if spreads.is_empty() { 0.0 } else { 0.5 * (spreads[(spreads.len() - 1) / 2] + spreads[spreads.len() / 2]) };
-    push("asym-subsets-max", "AsymSched", "24 threads on 3 of 8 nodes: largest best-vs-worst spread over the suite".into(), N8,
-        Expect::Spread { published: 2.37 }, spreads.last().copied().unwrap_or(0.0));
-    push("asym-subsets-mean", "AsymSched", "24 threads on 3 of 8 nodes: mean best-vs-worst spread".into(), N8, Expect::Spread { published: 0.40 }, mean);
-    push("asym-subsets-median", "AsymSched", "24 threads on 3 of 8 nodes: median best-vs-worst spread".into(), N8, Expect::Spread { published: 0.14 }, median);
-    push("asym-best-vs-mean", "AsymSched", "largest gain of the best subset over the average one".into(), N8, Expect::Spread { published: 0.88 }, best_vs_mean);
-    push("asym-worst-vs-mean", "AsymSched", "largest loss of the worst subset against the average one".into(), N8, Expect::Spread { published: 0.44 }, worst_vs_mean);
+    let median =
+        if spreads.is_empty() { 0.0 } else { 0.5 * (spreads[(spreads.len() - 1) / 2] + spreads[spreads.len() / 2]) };
+    push(
+        "asym-subsets-max",
+        "AsymSched",
+        "24 threads on 3 of 8 nodes: largest best-vs-worst spread over the suite".into(),
+        N8,
+        Expect::Spread { published: 2.37 },
+        spreads.last().copied().unwrap_or(0.0),
+    );
+    push(
+        "asym-subsets-mean",
+        "AsymSched",
+        "24 threads on 3 of 8 nodes: mean best-vs-worst spread".into(),
+        N8,
+        Expect::Spread { published: 0.40 },
+        mean,
+    );
+    push(
+        "asym-subsets-median",
+        "AsymSched",
+        "24 threads on 3 of 8 nodes: median best-vs-worst spread".into(),
+        N8,
+        Expect::Spread { published: 0.14 },
+        median,
+    );
+    push(
+        "asym-best-vs-mean",
+        "AsymSched",
+        "largest gain of the best subset over the average one".into(),
+        N8,
+        Expect::Spread { published: 0.88 },
+        best_vs_mean,
+    );
+    push(
+        "asym-worst-vs-mean",
+        "AsymSched",
+        "largest loss of the worst subset against the average one".into(),
+        N8,
+        Expect::Spread { published: 0.44 },
+        worst_vs_mean,
+    );
     let sc = ptb_sim::resolve_workload("streamcluster")?;
     let s2 = subsets::sweep(&m8, &sc, 16, 2, &sweep_opts, opts.jobs)?;
-    push("asym-streamcluster-2n", "AsymSched", "streamcluster, 16 threads on 2 of 8 nodes: best vs worst".into(), N8, Expect::Spread { published: 1.33 }, s2.best_vs_worst());
+    push(
+        "asym-streamcluster-2n",
+        "AsymSched",
+        "streamcluster, 16 threads on 2 of 8 nodes: best vs worst".into(),
+        N8,
+        Expect::Spread { published: 1.33 },
+        s2.best_vs_worst(),
+    );
     let eq = ptb_topology::resolve("synthetic:nodes=4,cpus=4").map_err(|e| SimError::Machine(e.to_string()))?;
     let s3 = subsets::sweep(&eq, &sc, 16, 2, &sweep_opts, opts.jobs)?;
-    push("asym-streamcluster-equal-links", "AsymSched", "streamcluster, 16 threads on 2 of 4 nodes, 16 cores, equal links: best vs worst".into(),
-        "synthetic 4n", Expect::Spread { published: 0.03 }, s3.best_vs_worst());
+    push(
+        "asym-streamcluster-equal-links",
+        "AsymSched",
+        "streamcluster, 16 threads on 2 of 4 nodes, 16 cores, equal links: best vs worst".into(),
+        "synthetic 4n",
+        Expect::Spread { published: 0.03 },
+        s3.best_vs_worst(),
+    );
     let full = SimOptions { duration_scale: opts.base.duration_scale, ..opts.base.clone() };
     for w in ASYM_NEAR {
         let wl = ptb_sim::resolve_workload(w)?;
         let s = subsets::sweep(&m8, &wl, 24, 3, &full, opts.jobs)?;
         let a = runs.get(&Spec::new(N8, w, "asymsched").threads(24))?;
-        push(asym_id(w), "AsymSched", format!("{w}, 24 threads: AsymSched within 10% of the best static 3-node subset (margin)"), N8,
-            Expect::Holds, 1.1 * s.best_s / a.runtime_s.max(1e-12) - 1.0);
+        push(
+            asym_id(w),
+            "AsymSched",
+            format!("{w}, 24 threads: AsymSched within 10% of the best static 3-node subset (margin)"),
+            N8,
+            Expect::Holds,
+            1.1 * s.best_s / a.runtime_s.max(1e-12) - 1.0,
+        );
     }
 
     // Selective migration on a 4-node Intel machine.
@@ -254,11 +420,30 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         logsum += s.ln();
         worst = worst.min(s);
     }
-    push("sel-fewer-pages", "Selective", "pages moved: far fewer than its unselective form (0.5 - ratio)".into(), BDW,
-        Expect::Holds, 0.5 - sel_pages as f64 / all_pages.max(1) as f64);
-    push("sel-modest-gain", "Selective", "mean speed-up over the suite above 1 (geomean - 1)".into(), BDW, Expect::Holds,
-        (logsum / suite.len().max(1) as f64).exp() - 1.0);
-    push("sel-small-worst", "Selective", "worst slowdown small (worst speed-up - 0.9)".into(), BDW, Expect::Holds, worst - 0.9);
+    push(
+        "sel-fewer-pages",
+        "Selective",
+        "pages moved: far fewer than its unselective form (0.5 - ratio)".into(),
+        BDW,
+        Expect::Holds,
+        0.5 - sel_pages as f64 / all_pages.max(1) as f64,
+    );
+    push(
+        "sel-modest-gain",
+        "Selective",
+        "mean speed-up over the suite above 1 (geomean - 1)".into(),
+        BDW,
+        Expect::Holds,
+        (logsum / suite.len().max(1) as f64).exp() - 1.0,
+    );
+    push(
+        "sel-small-worst",
+        "Selective",
+        "worst slowdown small (worst speed-up - 0.9)".into(),
+        BDW,
+        Expect::Holds,
+        worst - 0.9,
+    );
 
     // Run lengths.
     let mut lengths = Vec::new();
@@ -266,10 +451,17 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         lengths.push(get(N8, w, "first-touch")?.runtime_s);
     }
     let shortest = lengths.iter().copied().fold(f64::INFINITY, f64::min);
-    push("run-length-shortest", "Run lengths", "shortest program of the suite under the default, s".into(), N8,
-        Expect::Range { lo: 15.0, hi: 120.0 }, shortest);
+    push(
+        "run-length-shortest",
+        "Run lengths",
+        "shortest program of the suite under the default, s".into(),
+        N8,
+        Expect::Range { lo: 15.0, hi: 120.0 },
+        shortest,
+    );
 
-    let directions = items.iter().filter_map(|i| i.verdict.direction).fold((0, 0), |(n, k), d| (n + 1, k + usize::from(d)));
+    let directions =
+        items.iter().filter_map(|i| i.verdict.direction).fold((0, 0), |(n, k), d| (n + 1, k + usize::from(d)));
     let sizes = items.iter().filter_map(|i| i.verdict.within).fold((0, 0), |(n, k), d| (n + 1, k + usize::from(d)));
     Ok(Report { items, directions, sizes })
 }

@@ -84,11 +84,13 @@ fn run(spec: &Spec, base: &SimOptions) -> Result<RunResult, SimError> {
     let sim = Simulation::new(machine, workloads, opts)?;
     let mut params = Params::new();
     for s in &spec.set {
-        params.set_assignment(s).map_err(|e| SimError::Policy { policy: spec.policy.clone(), reason: e.to_string() })?;
+        params
+            .set_assignment(s)
+            .map_err(|e| SimError::Policy { policy: spec.policy.clone(), reason: e.to_string() })?;
     }
-    let p: PolicySpec = spec
-        .policy
-        .parse()
-        .map_err(|e: ptb_policy::PolicyError| SimError::Policy { policy: spec.policy.clone(), reason: e.to_string() })?;
+    let p: PolicySpec = spec.policy.parse().map_err(|e: ptb_policy::PolicyError| SimError::Policy {
+        policy: spec.policy.clone(),
+        reason: e.to_string(),
+    })?;
     sim.run_policy(p, &params)
 }

@@ -15,7 +15,10 @@ fn the_world_reproduces_the_published_comparisons() {
             i.verdict.within.map_or("-".into(), |d| d.to_string())
         );
     }
-    println!("directions {}/{} right, sizes {}/{} within 30%", report.directions.1, report.directions.0, report.sizes.1, report.sizes.0);
+    println!(
+        "directions {}/{} right, sizes {}/{} within 30%",
+        report.directions.1, report.directions.0, report.sizes.1, report.sizes.0
+    );
     let wrong: Vec<&str> = report.items.iter().filter(|i| i.verdict.direction == Some(false)).map(|i| i.id).collect();
     assert!(wrong.is_empty(), "directions flipped: {wrong:?}");
     assert!(report.passes(), "only {}/{} sizes within 30%", report.sizes.1, report.sizes.0);

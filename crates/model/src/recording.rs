@@ -113,9 +113,9 @@ impl Recording {
         let mut notes = Vec::new();
         if per_pid.len() > 1 {
             notes.push(format!(
-                "the trace holds {} processes; modelled pid {pid} (the most samples), left out {:?}",
+                "the trace holds {} processes; modelled pid {pid} (the most samples), left out pid {}",
                 per_pid.len(),
-                per_pid.keys().filter(|p| **p != pid).collect::<Vec<_>>()
+                per_pid.keys().filter(|p| **p != pid).map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
             ));
         }
         let fault_like = t

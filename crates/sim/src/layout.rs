@@ -108,6 +108,11 @@ impl CompiledPhase {
         if !a.applies(j) {
             return 0.0;
         }
+        // Every entry applies to every thread: the weights are normalised already (and stay
+        // bit for bit what they were before per-thread entries existed).
+        if self.access.iter().all(|x| x.threads.is_none()) {
+            return a.weight;
+        }
         let total: f64 = self.access.iter().filter(|x| x.applies(j)).map(|x| x.weight).sum();
         if total > 0.0 {
             a.weight / total
