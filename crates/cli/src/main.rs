@@ -36,7 +36,8 @@ enum Command {
     Workloads(cmd::workloads::Args),
     /// Simulate workloads under placement policies (results are simulated).
     Simulate(cmd::simulate::Args),
-    /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated).
+    /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated);
+    /// with `--real -- CMD`, a real program under every placement mode (measured).
     Compare(cmd::compare::Args),
     /// Render plots and a report from a saved simulate/compare/record JSON.
     Report(cmd::report::Args),

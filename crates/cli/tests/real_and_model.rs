@@ -154,6 +154,15 @@ fn a_trace_becomes_a_workload_the_simulator_runs() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["check"]["l1"].as_f64().unwrap() <= 0.15, "{v}");
     assert_eq!(v["threads"].as_array().unwrap().len(), 2);
+    // Without -o the model is stdout, and nothing else is: the check goes to stderr.
+    let out = ptb().args(["model", "--check", "--trace"]).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let toml = String::from_utf8_lossy(&out.stdout);
+    ptb_sim::Workload::parse(&toml, "stdout").unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("L1 distance"));
+    // --max-l1 outside [0, 2] is refused before anything is read.
+    let out = ptb().args(["model", "--check", "--max-l1", "NaN", "--trace"]).arg(&trace).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--max-l1"));
 }
 
 #[test]

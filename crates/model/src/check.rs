@@ -103,7 +103,16 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
         )));
     }
     let recorded: Vec<Vec<f64>> = counts.iter().map(|r| r.iter().map(|c| *c as f64 / known as f64).collect()).collect();
-    // The recorded placement.
+    // The recorded placement: every thread on the CPU it was recorded on, which the machine
+    // must have (a trace edited by hand, or perf script text read with another machine's model,
+    // may name others).
+    if let Some(t) = f.threads.iter().find(|t| rec.node_of_cpu(t.cpu).is_none()) {
+        return Err(ModelError::Mismatch(format!(
+            "{}: thread {} ran on CPU {}, which the recorded machine `{}` does not have, so the recorded placement \
+             cannot be simulated (for perf script text, give the machine it was recorded on with --machine)",
+            rec.origin, t.tid, t.cpu, m.name
+        )));
+    }
     let targets: Vec<ThreadTarget> = f.threads.iter().map(|t| ThreadTarget::Cpu(CpuId(t.cpu))).collect();
     let mut groups: Vec<Vec<Vec<f64>>> = Vec::new();
     for obj in &f.objects {

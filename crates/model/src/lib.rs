@@ -37,6 +37,8 @@ pub enum ModelError {
     /// Nothing to fit (no samples, no thread or object with enough samples).
     Empty(String),
     Io(String),
+    /// The input contradicts itself (a sample from a CPU its machine does not have).
+    Mismatch(String),
     /// The simulator refused the model or the placement (a bug: the fitter must not emit those).
     Sim(String),
 }
@@ -53,7 +55,7 @@ impl std::fmt::Display for ModelError {
             ModelError::Input { origin, line, field, reason } => {
                 write!(f, "{origin}: line {line}: field `{field}`: {reason}")
             }
-            ModelError::Empty(s) | ModelError::Io(s) | ModelError::Sim(s) => f.write_str(s),
+            ModelError::Empty(s) | ModelError::Io(s) | ModelError::Mismatch(s) | ModelError::Sim(s) => f.write_str(s),
         }
     }
 }

@@ -106,9 +106,13 @@ fn name_of(a: &Args) -> String {
     })
 }
 
-fn print_maps(c: &ptb_model::CheckResult) {
+/// The check's two maps and their distance, as text.
+fn maps_text(c: &ptb_model::CheckResult) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
     let head: String = c.nodes.iter().map(|n| format!("{:>7}", format!("node{n}"))).collect();
-    println!(
+    let _ = writeln!(
+        o,
         "\naccess map, % of the modelled samples (rows: node of the CPU, columns: node of the memory):\n  recorded (MEASURED, {} samples{}{}):",
         c.samples,
         if c.nearby > 0 {
@@ -118,22 +122,27 @@ fn print_maps(c: &ptb_model::CheckResult) {
         },
         if c.unknown > 0 { format!("; {} more with no known page node", c.unknown) } else { String::new() }
     );
-    let show = |m: &[Vec<f64>]| {
-        println!("          {head}");
+    let show = |o: &mut String, m: &[Vec<f64>]| {
+        let _ = writeln!(o, "          {head}");
         for (i, row) in m.iter().enumerate() {
             let cells: String = row.iter().map(|v| format!("{:>7.1}", 100.0 * v)).collect();
-            println!("  {:<8}{cells}", format!("node{}", c.nodes[i]));
+            let _ = writeln!(o, "  {:<8}{cells}", format!("node{}", c.nodes[i]));
         }
     };
-    show(&c.recorded);
-    println!("  the model, SIMULATED under the recorded placement ({:.3} s simulated):", c.simulated_runtime_s);
-    show(&c.simulated);
-    println!("L1 distance between the two: {:.3} (0 = identical, 2 = nothing in common)", c.l1);
+    show(&mut o, &c.recorded);
+    let _ =
+        writeln!(o, "  the model, SIMULATED under the recorded placement ({:.3} s simulated):", c.simulated_runtime_s);
+    show(&mut o, &c.simulated);
+    let _ = writeln!(o, "L1 distance between the two: {:.3} (0 = identical, 2 = nothing in common)", c.l1);
+    o
 }
 
 pub fn run(a: Args) -> Result<()> {
     if !(a.apki.is_finite() && a.apki > 0.0 && a.apki <= 1000.0) {
         bail!("--apki {}: must be in (0, 1000]", a.apki);
+    }
+    if let Some(x) = a.max_l1.filter(|x| !(x.is_finite() && (0.0..=2.0).contains(x))) {
+        bail!("--max-l1 {x}: must be in [0, 2] (the L1 distance of two access maps is at most 2)");
     }
     let rec = load(&a)?;
     let f = fit(&rec, &FitOptions { name: name_of(&a), default_apki: a.apki })?;
@@ -201,7 +210,12 @@ pub fn run(a: Args) -> Result<()> {
     }
     if let Some(c) = &checked {
         if !a.json {
-            print_maps(c);
+            // With the model on stdout, the check goes to stderr so that stdout stays a TOML file.
+            if a.out.is_some() {
+                print!("{}", maps_text(c));
+            } else {
+                eprint!("{}", maps_text(c));
+            }
         }
         if let Some(max) = a.max_l1 {
             if c.l1 > max {
