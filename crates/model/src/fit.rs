@@ -518,9 +518,11 @@ fn header(rec: &Recording, f: &Fitted) -> String {
         }
     };
     let mut h = String::new();
+    // A comment line stays one line whatever a file name or note holds (a newline there would
+    // start TOML of its own).
     let mut line = |s: String| {
         h.push_str("# ");
-        h.push_str(&s);
+        h.extend(s.chars().map(|c| if c.is_control() { '?' } else { c }));
         h.push('\n');
     };
     line(format!(

@@ -155,6 +155,16 @@ fn the_small_trace_is_modelled() {
 }
 
 #[test]
+fn a_file_name_with_a_newline_stays_in_its_comment() {
+    let raw: Vec<Raw> = (0..200u64).map(|k| ((k % 2) as u32, (k % 2) as u32, k, k * 5, 3)).collect();
+    let mut rec = recording(&raw, 64, &[(0, 64)], &[0, 1], true, false);
+    rec.origin = "evil\n[[object]]\nname = \"x\"\n.trace".into();
+    let f = fit(&rec, &FitOptions::default()).unwrap();
+    let w = Workload::parse(&f.toml, "m.toml").unwrap();
+    assert_eq!(w.objects.len(), 1, "{}", f.toml);
+}
+
+#[test]
 fn a_thread_on_a_cpu_the_machine_lacks_is_refused_by_the_check_with_the_cpu() {
     let raw: Vec<Raw> = (0..200u64).map(|k| ((k % 2) as u32, if k % 2 == 0 { 0 } else { 9 }, k, k * 5, 3)).collect();
     let rec = recording(&raw, 64, &[(0, 64)], &[0, 1], true, false);
