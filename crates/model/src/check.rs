@@ -5,12 +5,14 @@
 //! The recorded map counts the model's samples (those in its objects and threads): row = node
 //! of the CPU that took the sample, column = node of the page (the placement record of the
 //! sample's cycle, else any record that lists the page, else the nearest page within 64 pages
-//! whose node a record gives: some kernels do not tell the node of a page under PROT_NONE,
-//! and leaving those samples out would bias the rows; the count is reported). The simulated map is the simulator's (row = node of the accessing thread,
-//! column = node of the memory, shares of all accesses) for the placement: each object is cut
-//! into up to 256 equal page groups, each placed in proportion to where the recording last saw
-//! its sampled pages (the nearest group's mix where a group has none). The distance is the L1 norm of
-//! the difference of the two normalised matrices (0 = identical, 2 = disjoint).
+//! whose node a record gives: some kernels do not tell the node of a page under PROT_NONE;
+//! the count is reported). Each row weighs as much as all its samples, those whose page node
+//! stayed unknown included; its columns are spread as its samples with a known page node are.
+//! The simulated map is the simulator's (row = node of the accessing thread, column = node of
+//! the memory, shares of all accesses) for the placement: each object is cut into up to 256
+//! equal page groups, each placed in proportion to where the recording last saw its sampled
+//! pages (the nearest group's mix where a group has none). The distance is the L1 norm of the
+//! difference of the two normalised matrices (0 = identical, 2 = disjoint).
 
 use crate::fit::Fitted;
 use crate::objects;
@@ -77,6 +79,8 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
     let last = rec.last_nodes();
     let tids: std::collections::BTreeSet<u32> = f.threads.iter().map(|t| t.tid).collect();
     let mut counts = vec![vec![0u64; nn]; nn];
+    // Modelled samples per node of the sampling CPU, whether their page's node is known or not.
+    let mut row_all = vec![0u64; nn];
     let (mut known, mut unknown, mut nearby) = (0usize, 0usize, 0usize);
     for s in &rec.samples {
         let Some(o) = objects::locate(&f.objects, s.vpn).filter(|_| tids.contains(&s.tid)) else { continue };
@@ -88,8 +92,13 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
                 c
             }
         };
-        match (rec.node_of_cpu(s.cpu), col) {
-            (Some(r), Some(c)) if (c as usize) < nn => {
+        let Some(r) = rec.node_of_cpu(s.cpu) else {
+            unknown += 1;
+            continue;
+        };
+        row_all[r] += 1;
+        match col {
+            Some(c) if (c as usize) < nn => {
                 counts[r][c as usize] += 1;
                 known += 1;
             }
@@ -102,7 +111,21 @@ pub fn check(rec: &Recording, f: &Fitted) -> Result<CheckResult, ModelError> {
             rec.origin
         )));
     }
-    let recorded: Vec<Vec<f64>> = counts.iter().map(|r| r.iter().map(|c| *c as f64 / known as f64).collect()).collect();
+    // A row's weight is its share of every modelled sample (the CPU's node is always known);
+    // within the row, the columns are those of its samples whose page node is known. Leaving
+    // the samples without a page node out of the rows would weigh the threads by how often the
+    // kernel told their pages' nodes rather than by how often they accessed memory.
+    let rows_total: u64 = (0..nn).filter(|&r| counts[r].iter().sum::<u64>() > 0).map(|r| row_all[r]).sum();
+    let recorded: Vec<Vec<f64>> = counts
+        .iter()
+        .zip(&row_all)
+        .map(|(row, &all)| {
+            let k: u64 = row.iter().sum();
+            row.iter()
+                .map(|c| if k == 0 { 0.0 } else { (all as f64 / rows_total as f64) * (*c as f64 / k as f64) })
+                .collect()
+        })
+        .collect();
     // The recorded placement: every thread on the CPU it was recorded on, which the machine
     // must have (a trace edited by hand, or perf script text read with another machine's model,
     // may name others).

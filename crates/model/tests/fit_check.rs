@@ -317,3 +317,37 @@ fn samples_whose_page_node_was_not_told_take_a_nearby_pages() {
     }
     assert!(c.l1 <= 0.15, "L1 {}", c.l1);
 }
+
+#[test]
+fn samples_with_no_known_page_node_keep_their_threads_weight() {
+    // The placement records know only every 400th page of thread 0's quarter (and its last):
+    // most of thread 0's samples have no page node, not even a nearby one. Its row still weighs a quarter (all
+    // its samples), spread as its samples with a known node are.
+    let text = String::from_utf8(trace(|p| (p / 1024) as u16, |_| false, 3)).unwrap();
+    let out: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "placement" {
+                let keep: Vec<serde_json::Value> = v["pages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| {
+                        let vpn = p[1].as_u64().unwrap();
+                        vpn >= START + 1024 || (vpn - START).is_multiple_of(400) || vpn == START + 1023
+                    })
+                    .cloned()
+                    .collect();
+                v["pages"] = serde_json::json!(keep);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let (_, _, c) = model(out.as_bytes());
+    assert!(c.unknown * 6 > c.samples, "{} unknown, {} in the map", c.unknown, c.samples);
+    for i in 0..4 {
+        assert!((c.recorded[i].iter().sum::<f64>() - 0.25).abs() < 0.02, "{:?}", c.recorded);
+    }
+    assert!(c.l1 <= 0.15, "L1 {}", c.l1);
+}

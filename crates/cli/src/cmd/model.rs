@@ -120,7 +120,11 @@ fn maps_text(c: &ptb_model::CheckResult) -> String {
         } else {
             String::new()
         },
-        if c.unknown > 0 { format!("; {} more with no known page node", c.unknown) } else { String::new() }
+        if c.unknown > 0 {
+            format!("; {} more with no known page node, counted in their row's weight", c.unknown)
+        } else {
+            String::new()
+        }
     );
     let show = |o: &mut String, m: &[Vec<f64>]| {
         let _ = writeln!(o, "          {head}");
