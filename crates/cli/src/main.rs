@@ -39,6 +39,8 @@ enum Command {
     /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated);
     /// with `--real -- CMD`, a real program under every placement mode (measured).
     Compare(cmd::compare::Args),
+    /// Check the simulated world against published whole-program results, item by item.
+    Calibrate(cmd::calibrate::Args),
     /// Render plots and a report from a saved simulate/compare/record JSON.
     Report(cmd::report::Args),
     /// Measure this machine's Bandwidth Graph and latency matrix.
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Workloads(a) => cmd::workloads::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Characterize(a) => cmd::characterize::run(a),
         Command::Run(a) => cmd::run::run(a),

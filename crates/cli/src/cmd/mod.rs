@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bench;
+pub mod calibrate;
 pub mod characterize;
 pub mod compare;
 pub mod compare_real;
