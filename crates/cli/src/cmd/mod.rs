@@ -15,5 +15,6 @@ pub mod report;
 pub mod roi;
 pub mod run;
 pub mod simulate;
+pub mod subsets;
 pub mod topology;
 pub mod workloads;
