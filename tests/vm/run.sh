@@ -125,6 +125,7 @@ for b in ptb ptb-testapp; do strip -o "$R/bin/$b" "$BIN/$b" 2>/dev/null || cp "$
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 for t in "$REPO"/tests/vm/*-tests.sh; do install -m 755 "$t" "$R/bin/$(basename "$t" .sh)"; done
 install -m 755 "$REPO/tests/vm/soak.sh" "$R/bin/soak"
+install -m 755 "$REPO/tests/vm/guest-real.sh" "$R/bin/guest-real"
 cat > "$R/init" <<'IEOF'
 #!/bin/sh
 export PATH=/bin
@@ -169,7 +170,7 @@ boot() {  # boot ACCEL KERNEL
     -no-reboot "${bios[@]}" -kernel "$kimg" -initrd "$W/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((limit - 10)) SOAK_S=$soak" &
   qpid=$!
-  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|thp|^soak:' ) &
+  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|thp|^soak:|check-real|L1 distance|MEASURED' ) &
   while kill -0 $qpid 2>/dev/null; do
     if [ $up = 0 ] && grep -q GUEST-UP "$logf"; then up=1; log "guest up after $(( $(ms) - t0 )) ms"; fi
     if [ $up = 0 ] && [ $(( $(ms) - t0 )) -gt $(( BOOT_TIMEOUT * 1000 )) ]; then log "no GUEST-UP in ${BOOT_TIMEOUT}s"; kill $qpid; break; fi

@@ -36,7 +36,8 @@ enum Command {
     Workloads(cmd::workloads::Args),
     /// Simulate workloads under placement policies (results are simulated).
     Simulate(cmd::simulate::Args),
-    /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated).
+    /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated);
+    /// with `--real -- CMD`, a real program under every placement mode (measured).
     Compare(cmd::compare::Args),
     /// Check the simulated world against published whole-program results, item by item.
     Calibrate(cmd::calibrate::Args),
@@ -52,6 +53,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Plan placement offline from a recorded trace.
     Plan(cmd::plan::Args),
+    /// Turn a recorded trace (ptb record, perf mem) into a workload model for the simulator.
+    Model(cmd::model::Args),
     /// Enable or disable placement for a managed process (region of interest).
     Roi(cmd::roi::Args),
     /// The system-wide service: manage every process the config's rules select.
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         Command::Attach(a) => cmd::attach::run(a),
         Command::Record(a) => cmd::record::run(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Model(a) => cmd::model::run(a),
         Command::Roi(a) => cmd::roi::run(a),
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),

@@ -71,6 +71,17 @@ pub fn spawn(
     argv: &[String],
     alloc: &AllocPolicy,
 ) -> Result<(Child, String, Option<WeightsGuard>), SpawnError> {
+    spawn_with(root, m, argv, alloc, |_| {})
+}
+
+/// [`spawn`], with `configure` applied to the command before it starts (e.g. its stdio).
+pub fn spawn_with(
+    root: &ProcRoot,
+    m: &Machine,
+    argv: &[String],
+    alloc: &AllocPolicy,
+    configure: impl FnOnce(&mut Command),
+) -> Result<(Child, String, Option<WeightsGuard>), SpawnError> {
     let (prog, args) = argv.split_first().ok_or_else(|| SpawnError {
         program: String::new(),
         error: std::io::Error::new(
@@ -117,6 +128,7 @@ pub fn spawn(
     };
     let mut cmd = Command::new(prog);
     cmd.args(args);
+    configure(&mut cmd);
     if let Some(mode) = mode.filter(|_| nodes.len() > 1) {
         // SAFETY: the closure runs between fork and exec and only makes one syscall (no
         // allocation: the node list is moved in and the mask is built on the stack).

@@ -11,6 +11,11 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Cycles a page whose node could not be read is asked again.
+const RETRIES: u8 = 3;
+/// Most such pages kept at once.
+const MAX_PENDING: usize = 100_000;
+
 /// Options of a recording.
 pub struct RecordConfig {
     pub seconds: f64,
@@ -56,6 +61,8 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
     let t0 = Instant::now();
     let mut tids_seen = std::collections::BTreeSet::new();
     let mut buf: Vec<Sample> = Vec::new();
+    let mut offset: Option<i128> = None;
+    let mut pending: std::collections::BTreeMap<(u32, u64), u8> = Default::default();
     loop {
         let threads = observe::threads(root, m, &[pid]);
         tids_seen.extend(threads.iter().map(|t| t.tid));
@@ -69,12 +76,55 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
         sum.lost += st.lost;
         let pages = observe::page_locations(m, &buf);
         let mut page_list = Vec::new();
+        // Pages whose node the kernel would not tell (some kernels refuse to query a page
+        // under PROT_NONE) are asked again in the next cycles.
+        let retry: Vec<Sample> = pending
+            .keys()
+            .filter(|(app, vpn)| pages.get(ptb_profile::PageKey { app: *app, vpn: *vpn }).is_none())
+            .map(|&(app, vpn)| Sample {
+                app,
+                tid: 0,
+                cpu: ptb_topology::CpuId(0),
+                addr: vpn * m.page_size,
+                kind: ptb_profile::SampleKind::Access,
+                time_ns: 0,
+                data_src: None,
+                latency_ns: None,
+                phys: None,
+            })
+            .collect();
+        let again = observe::page_locations(m, &retry);
+        for r in &retry {
+            let key = (r.app, r.addr / m.page_size);
+            if let Some(n) = again.get(r.page(m.page_size)) {
+                page_list.push((key.0, key.1, n.0));
+                pending.remove(&key);
+            } else if let Some(left) = pending.get_mut(&key) {
+                *left -= 1;
+                if *left == 0 {
+                    pending.remove(&key);
+                }
+            }
+        }
+        // Sample times on the recorder's clock (that of the placement records), keeping perf's
+        // own spacing between samples: perf time + an offset fixed at the first cycle with
+        // samples (its latest sample taken as "now"), never later than now.
+        let now = t0.elapsed().as_nanos() as i128;
+        if let (None, Some(latest)) = (offset, buf.iter().map(|s| s.time_ns).max()) {
+            offset = Some(now - latest as i128);
+        }
         for s in &buf {
-            // Sample time on the daemon's clock, not perf's.
             let mut s = *s;
-            s.time_ns = t0.elapsed().as_nanos() as u64;
-            if let Some(n) = pages.get(s.page(m.page_size)) {
-                page_list.push((s.app, s.addr / m.page_size, n.0));
+            s.time_ns = (s.time_ns as i128 + offset.unwrap_or(0)).clamp(0, now) as u64;
+            match pages.get(s.page(m.page_size)) {
+                Some(n) => {
+                    page_list.push((s.app, s.addr / m.page_size, n.0));
+                    pending.remove(&(s.app, s.addr / m.page_size));
+                }
+                None if pending.len() < MAX_PENDING => {
+                    pending.entry((s.app, s.addr / m.page_size)).or_insert(RETRIES);
+                }
+                None => {}
             }
             w.write(&TraceRecord::Sample(s)).map_err(io)?;
         }

@@ -247,6 +247,19 @@ impl AnonBuffer {
         }
         Ok(AnonBuffer { ptr: start, len, map: (p, total) })
     }
+
+    /// Map `len` bytes without touching them: each page lands where its first writer runs.
+    pub fn untouched(len: usize) -> io::Result<Self> {
+        let p = map_anon(len)?;
+        // SAFETY: advice on our own fresh mapping of `len` bytes.
+        unsafe { libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE) };
+        Ok(AnonBuffer { ptr: p, len, map: (p, len) })
+    }
+    /// The mapping's first byte, for writers that split it into disjoint parts themselves
+    /// (each part written by one thread at a time).
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
     /// Address of each base page.
     pub fn page_addrs(&self) -> Vec<u64> {
         let ps = page_size() as usize;

@@ -100,10 +100,10 @@ impl Demand {
                 }
                 let mut threads = Vec::new();
                 for j in (0..n).filter(|&j| ph.active.get(j).copied().unwrap_or(false)) {
-                    let instr = ph.work_instr * reps;
+                    let instr = ph.instr_of(j) * reps;
                     let acc = instr * ph.m;
                     let mut ps = Vec::new();
-                    for a in &ph.access {
+                    for a in ph.access.iter().filter(|a| a.applies(j)) {
                         let np = l.objects[a.object].npages;
                         for (s, e, r, w) in pieces(a, np, n, j) {
                             ps.push((a.object, s, e, r, w));

@@ -32,10 +32,11 @@ impl Run<'_> {
             let ph = &app.phases[app.sequence[st.cur]];
             let n = app.n_threads;
             let j = th.index;
-            let progress = if ph.work_instr > 0.0 { 1.0 - self.threads[t].remaining / ph.work_instr } else { 0.0 };
-            for a in &ph.access {
+            let work = ph.instr_of(j);
+            let progress = if work > 0.0 { 1.0 - self.threads[t].remaining / work } else { 0.0 };
+            for a in ph.access.iter().filter(|a| a.applies(j)) {
                 let np = l.objects[a.object].npages;
-                let w = a.weight;
+                let w = ph.weight_for(a, j);
                 let mut push = |(s, e): (usize, usize), r: f64, wr: f64| {
                     pieces.push(Piece { obj: a.object, start: s, end: e, w_read: r, w_write: wr })
                 };

@@ -70,9 +70,9 @@ impl Run<'_> {
             let mut any = false;
             for i in 0..app.n_threads {
                 let t = app.first_thread + i;
-                let w = ph.active[i] && ph.work_instr > 0.0;
+                let w = ph.active[i] && ph.instr_of(i) > 0.0;
                 self.threads[t].working = w;
-                self.threads[t].remaining = if w { ph.work_instr } else { 0.0 };
+                self.threads[t].remaining = if w { ph.instr_of(i) } else { 0.0 };
                 any |= w;
             }
             if any {

@@ -64,6 +64,16 @@ pub struct CompiledAccess {
     pub hot_fraction: f64,
     pub neighbour_share: f64,
     pub window_fraction: f64,
+    /// The app threads this entry applies to (`None`: every thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<bool>>,
+}
+
+impl CompiledAccess {
+    /// Whether app thread `j` makes this entry's accesses.
+    pub fn applies(&self, j: usize) -> bool {
+        self.threads.as_ref().is_none_or(|t| t.get(j).copied().unwrap_or(false))
+    }
 }
 
 /// A phase with its per-thread numbers resolved.
@@ -84,6 +94,35 @@ pub struct CompiledPhase {
     pub active: Vec<bool>,
     pub access: Vec<CompiledAccess>,
     pub has_stream: bool,
+    /// Work multiplier of each app thread (mean 1 over the app's threads; all 1 unless the
+    /// phase gives `thread_work`).
+    pub thread_work: Vec<f64>,
+}
+
+impl CompiledPhase {
+    /// Instructions app thread `j` executes in this phase.
+    pub fn instr_of(&self, j: usize) -> f64 {
+        self.work_instr * self.thread_work.get(j).copied().unwrap_or(1.0)
+    }
+
+    /// The normalised weight of entry `a` for app thread `j` (its weight over the weights of
+    /// the entries that apply to `j`); 0 when the entry does not apply.
+    pub fn weight_for(&self, a: &CompiledAccess, j: usize) -> f64 {
+        if !a.applies(j) {
+            return 0.0;
+        }
+        // Every entry applies to every thread: the weights are normalised already (and stay
+        // bit for bit what they were before per-thread entries existed).
+        if self.access.iter().all(|x| x.threads.is_none()) {
+            return a.weight;
+        }
+        let total: f64 = self.access.iter().filter(|x| x.applies(j)).map(|x| x.weight).sum();
+        if total > 0.0 {
+            a.weight / total
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The whole run's layout.
@@ -136,7 +175,7 @@ impl Layout {
             }
             let mut phases = Vec::new();
             for (pi, p) in w.phases.iter().enumerate() {
-                let active = match &p.threads {
+                let mut active = match &p.threads {
                     None => vec![true; n],
                     Some(t) => {
                         let set = CpuSet::parse_list(t)
@@ -144,19 +183,42 @@ impl Layout {
                         (0..n).map(|i| set.contains_raw(i as u32)).collect()
                     }
                 };
+                let thread_work = match &p.thread_work {
+                    None => vec![1.0; n],
+                    Some(tw) if !tw.is_empty() => {
+                        let raw: Vec<f64> = (0..n).map(|i| tw[i % tw.len()]).collect();
+                        let mean = raw.iter().sum::<f64>() / n as f64;
+                        raw.iter().map(|x| if mean > 0.0 { x / mean } else { 1.0 }).collect()
+                    }
+                    Some(_) => vec![1.0; n],
+                };
+                for (a, w) in active.iter_mut().zip(&thread_work) {
+                    *a &= *w > 0.0;
+                }
+                let applies = |t: &Option<String>, k: usize| -> Result<Option<Vec<bool>>, SimError> {
+                    let Some(t) = t else { return Ok(None) };
+                    let set = CpuSet::parse_list(t).map_err(|e| {
+                        SimError::workload(&origin, format!("phase[{pi}].access[{k}].threads"), e.to_string())
+                    })?;
+                    Ok(Some((0..n).map(|i| set.contains_raw(i as u32)).collect()))
+                };
                 let total_w: f64 = p.access.iter().map(|x| x.weight).sum();
                 let access = p
                     .access
                     .iter()
-                    .map(|x| CompiledAccess {
-                        object: first_object + w.objects.iter().position(|o| o.name == x.object).unwrap_or(0),
-                        pattern: x.pattern,
-                        weight: x.weight / total_w,
-                        hot_fraction: x.hot_fraction.unwrap_or(0.1),
-                        neighbour_share: x.neighbour_share.unwrap_or(0.2),
-                        window_fraction: x.window_fraction.unwrap_or(1.0 / 16.0),
+                    .enumerate()
+                    .map(|(k, x)| {
+                        Ok(CompiledAccess {
+                            object: first_object + w.objects.iter().position(|o| o.name == x.object).unwrap_or(0),
+                            pattern: x.pattern,
+                            weight: x.weight / total_w,
+                            hot_fraction: x.hot_fraction.unwrap_or(0.1),
+                            neighbour_share: x.neighbour_share.unwrap_or(0.2),
+                            window_fraction: x.window_fraction.unwrap_or(1.0 / 16.0),
+                            threads: applies(&x.threads, k)?,
+                        })
                     })
-                    .collect::<Vec<_>>();
+                    .collect::<Result<Vec<_>, SimError>>()?;
                 phases.push(CompiledPhase {
                     name: p.name.clone(),
                     work_instr: p.work_ginstr * 1e9 * duration_scale,
@@ -168,6 +230,7 @@ impl Layout {
                     active,
                     has_stream: access.iter().any(|x| x.pattern == Pattern::Stream),
                     access,
+                    thread_work,
                 });
             }
             let sequence = (0..w.iterations).flat_map(|_| 0..w.phases.len()).collect();

@@ -61,6 +61,16 @@ pub struct Args {
     /// Write a report (HTML, Markdown, PNG and SVG plots) into this directory.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// Run a real program on this machine under each placement mode instead, and report
+    /// MEASURED wall times, access maps and pages per node: `ptb compare --real -- CMD ARGS...`
+    /// (see the options under "Measured comparison" and README.md).
+    #[arg(long, conflicts_with_all = ["workload", "seeds", "machine"])]
+    real: bool,
+    #[command(flatten)]
+    real_opts: crate::cmd::compare_real::RealArgs,
+    /// The program and its arguments (with --real).
+    #[arg(last = true, value_name = "CMD")]
+    cmd: Vec<String>,
 }
 
 /// Six workloads spanning compute-bound to memory-bound and private to all-shared.
@@ -191,6 +201,13 @@ struct Setup {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.real {
+        let (opts, report) = (&args.real_opts, args.report.as_deref());
+        return crate::cmd::compare_real::run(opts, &args.cmd, &args.params, args.json, report);
+    }
+    if !args.cmd.is_empty() {
+        bail!("a program after `--` is run only with --real: ptb compare --real -- CMD ARGS...");
+    }
     let machine =
         ptb_topology::resolve(&args.machine).with_context(|| format!("loading machine `{}`", args.machine))?;
     let params = args.params.params()?;

@@ -46,7 +46,8 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
     let bars = if !has_speedups(s) {
         None
     } else {
-        plot("speed-up".into(), plots::speedup_bars(s, machine, dir, "speedup"), &mut warnings)
+        let title = format!("Speed-up vs {} on {machine} ({})", reference(doc), kind(doc));
+        plot("speed-up".into(), plots::speedup_bars(s, &title, dir, "speedup"), &mut warnings)
     };
     let first_seed = doc.seeds().first().copied().unwrap_or(0);
     let mut per_workload = Vec::new();
@@ -106,6 +107,11 @@ fn has_speedups(s: &Summary) -> bool {
     s.cells.iter().flatten().any(Option::is_some)
 }
 
+/// What speed-ups are relative to: first-touch, or the reference mode of a measured comparison.
+fn reference(doc: &Document) -> String {
+    doc.extra.get("reference").and_then(|v| v.as_str()).unwrap_or("first-touch").to_string()
+}
+
 fn kind(doc: &Document) -> &'static str {
     if doc.simulated {
         "simulated"
@@ -115,6 +121,13 @@ fn kind(doc: &Document) -> &'static str {
 }
 
 fn intro(doc: &Document, s: &Summary, machine: &str) -> Vec<String> {
+    // A measured comparison (`ptb compare --real`) says itself what it is.
+    if let Some(lines) = doc.extra.get("intro").and_then(|v| v.as_array()) {
+        let mut v: Vec<String> = lines.iter().filter_map(|l| l.as_str().map(String::from)).collect();
+        let more: Vec<String> = s.notes.iter().filter(|n| !v.contains(n)).cloned().collect();
+        v.extend(more);
+        return v;
+    }
     if !doc.simulated {
         let mut v = vec![format!("MEASURED (recorded trace) on machine `{machine}`; nothing here is simulated.")];
         for r in &doc.results {
@@ -148,7 +161,7 @@ fn markdown(
         let _ = writeln!(o, "- {l}");
     }
     if has_speedups(s) {
-        let _ = writeln!(o, "\n## Speed-up vs first-touch (simulated)\n\n{}", table::markdown(s));
+        let _ = writeln!(o, "\n## Speed-up vs {} ({})\n\n{}", reference(doc), kind(doc), table::markdown(s));
     }
     if let Some(b) = bars {
         let _ = writeln!(o, "![{}]({})\n", b.title, b.png);
@@ -216,7 +229,7 @@ fn html(
     }
     o.push_str("</ul>\n");
     if has_speedups(s) {
-        let _ = writeln!(o, "<h2>Speed-up vs first-touch (simulated)</h2>\n{}", table::html(s));
+        let _ = writeln!(o, "<h2>Speed-up vs {} ({})</h2>\n{}", esc(&reference(doc)), kind(doc), table::html(s));
     }
     if let Some(b) = bars {
         o.push_str(&inline_svg(dir, b)?);

@@ -103,12 +103,12 @@ impl Figure for SpeedupBars<'_> {
         let (w, _) = a.dim_in_pixel();
         a.draw_text(&self.title, &ts(20.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 10)).map_err(de)?;
         let cats: Vec<&str> = self.s.workloads.iter().map(String::as_str).chain(std::iter::once("geomean")).collect();
-        a.draw_text(
-            "speed-up vs first-touch (simulated)",
-            &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
-            (8, self.top - 12),
-        )
-        .map_err(de)?;
+        // The axis says what the title says, without the machine: "speed-up vs X (simulated)".
+        let axis = match (self.title.split_once(" on "), self.title.rfind(" (")) {
+            (Some((head, _)), Some(k)) => format!("{}{}", head.to_lowercase(), &self.title[k..]),
+            _ => self.title.to_lowercase(),
+        };
+        a.draw_text(&axis, &ts(13.0, &GREY, HPos::Left, VPos::Bottom), (8, self.top - 12)).map_err(de)?;
         let np = self.s.policies.len() as i32;
         let inner = np * self.bar_w;
         let mut right_max = self.left;
@@ -175,7 +175,8 @@ impl Figure for SpeedupBars<'_> {
 }
 
 /// Grouped speed-up bars, one group per workload plus the geometric mean.
-pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Result<(String, String)> {
+/// `title` says what the speed-up is relative to and whether it is simulated or measured.
+pub fn speedup_bars(s: &Summary, title: &str, dir: &Path, stem: &str) -> Result<(String, String)> {
     let vals = s.cells.iter().flatten().flatten().flat_map(|c| [c.mean - c.sd, c.mean + c.sd]);
     let (lo, hi) = vals.fold((1.0f64, 1.0f64), |(l, h), v| if v.is_finite() { (l.min(v), h.max(v)) } else { (l, h) });
     let ticks = nice_ticks(lo.clamp(0.0, 0.8), hi.max(1.2), 6);
@@ -187,7 +188,7 @@ pub fn speedup_bars(s: &Summary, machine: &str, dir: &Path, stem: &str) -> Resul
     // At most ~1100 px of groups per panel.
     let per_row = ((1100 / group_w.max(1)) as usize).max(1);
     let fig = SpeedupBars {
-        title: format!("Speed-up vs first-touch on {machine} (simulated)"),
+        title: title.to_string(),
         s,
         left: 70,
         top: 70,

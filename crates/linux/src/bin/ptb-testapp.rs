@@ -1,13 +1,18 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
 //! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
-//! [--partition] [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp]
-//! [--stop-file FILE]`:
+//! [--partition | --phases MS] [--parallel-init] [--pin] [--scatter] [--refault-ms MS [--refault-parts K]
+//! [--refault-s S]] [--churn-kb K] [--thp] [--stop-file FILE]`:
 //! the main thread initialises a buffer (so first touch puts it on its node; base pages, or
 //! with `--thp` 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs it with
 //! transparent huge pages where THP is not `never`), then N threads
 //! read all of it over and over and check its checksum (`--partition`: thread i reads only
-//! the i-th slice). `--refault-ms` makes the accesses visible to a page-fault sample source
+//! the i-th slice; `--phases MS`: the i-th slice for MS milliseconds, then all of it for MS
+//! milliseconds, and so on). `--parallel-init`: each thread first-touches its own slice
+//! instead (so its pages land on its node); `--pin`: thread i pins itself to CPU i (modulo
+//! the online CPUs) before it touches anything; `--scatter`: reads of the whole buffer go page by
+//! page in an order that differs per thread and pass, so with `--refault-ms` every thread's
+//! faults spread over the whole buffer. Checksums are compared with the pattern's. `--refault-ms` makes the accesses visible to a page-fault sample source
 //! the way the kernel's NUMA hinting faults do: every MS milliseconds the main thread
 //! protects the whole buffer (or the next of K parts, like the kernel's scan window; for the
 //! first S seconds only), and the SIGSEGV handler unprotects each page as a reader first
@@ -16,6 +21,14 @@
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
 //! `--stop-file` ends the run early once FILE exists.
+//!
+//! `ptb-testapp check-real JSON DIR [MAX_L1]`: for every run of a `ptb compare --real --json`
+//! document of this program (its output files in DIR, from `--output-dir`): the program's
+//! checksums held and it exited 0, no run failed, and for runs where nothing moved pages (no
+//! page moved by ptb, not the kernel's balancer) the access map's memory columns match where
+//! the buffer's pages were at the end (L1 distance at most MAX_L1, default 0.15) and numa_maps'
+//! anonymous pages per node at the end match the buffer's (within 10% of the buffer plus 1024
+//! pages of stacks and heap).
 //!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
 //! falls in the dumped buffer must have left the page on the planned node (unless the log
@@ -90,12 +103,36 @@ fn protect(start: usize, len: usize, none: bool) {
     }
 }
 
+/// The word at index `i` of the buffer (a pattern, so a page moved with wrong contents shows).
+fn word(i: usize) -> u64 {
+    (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The checksum the bytes `range` of an intact buffer have (from the pattern, not from memory).
+fn expected(range: std::ops::Range<usize>) -> u64 {
+    (range.start / 8..range.end / 8).fold(0u64, |acc, i| acc.wrapping_mul(31).wrapping_add(word(i)))
+}
+
+/// Online CPUs (for `--pin`).
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as u32
+    } else {
+        1
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-plans") {
         std::process::exit(check_plans(&args[2..]));
     }
-    let threads: usize = arg(&args, "--threads", 4);
+    if args.get(1).map(String::as_str) == Some("check-real") {
+        std::process::exit(check_real(&args[2..]));
+    }
+    let threads: usize = arg(&args, "--threads", 4usize).max(1);
     let mb: usize = arg(&args, "--mb", 32);
     let seconds: f64 = arg(&args, "--seconds", 5.0);
     let crash: f64 = arg(&args, "--crash-after", -1.0);
@@ -104,51 +141,100 @@ fn main() {
     // so a page-fault sample source sees every thread at work.
     let churn_kb: usize = arg(&args, "--churn-kb", 0);
     let partition = args.iter().any(|a| a == "--partition");
+    let pin = args.iter().any(|a| a == "--pin");
+    let scatter = args.iter().any(|a| a == "--scatter");
+    let parallel_init = args.iter().any(|a| a == "--parallel-init");
+    let phases_ms: u64 = arg(&args, "--phases", 0);
     let refault_ms: u64 = arg(&args, "--refault-ms", 0);
     let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
     let refault_s: f64 = arg(&args, "--refault-s", f64::INFINITY);
     let stop_file: String = arg(&args, "--stop-file", String::new());
     let thp = args.iter().any(|a| a == "--thp");
     let len = mb << 20;
-    let mapped = if thp { AnonBuffer::with_huge_pages(len, 0) } else { AnonBuffer::new(len, 0) };
-    let mut buf = match mapped {
+    let made = if thp {
+        AnonBuffer::with_huge_pages(len, 0)
+    } else if parallel_init {
+        AnonBuffer::untouched(len)
+    } else {
+        AnonBuffer::new(len, 0)
+    };
+    let mut buf = match made {
         Ok(b) => b,
         Err(e) => {
             eprintln!("ptb-testapp: cannot map {mb} MiB: {e}");
             std::process::exit(2);
         }
     };
-    // Initialise by this thread only: a pattern, so a page moved with wrong contents shows.
-    for (i, c) in buf.as_mut_slice().chunks_exact_mut(8).enumerate() {
-        c.copy_from_slice(&((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes());
-    }
-    let buf = Arc::new(buf);
-    let expect = checksum(buf.as_slice());
-    let addrs = buf.page_addrs();
-    // Slice of thread i under --partition: whole pages, the last thread takes the rest.
-    let ps = sys::page_size() as usize;
-    let pages_per = (addrs.len() / threads.max(1)).max(1);
-    let slice_of = move |i: usize| -> std::ops::Range<usize> {
-        if !partition {
-            return 0..len;
+    if !parallel_init {
+        // Initialise by this thread only, so first touch puts the whole buffer on its node.
+        for (i, c) in buf.as_mut_slice().chunks_exact_mut(8).enumerate() {
+            c.copy_from_slice(&word(i).to_le_bytes());
         }
+    }
+    let base = buf.as_mut_ptr() as usize;
+    let buf = Arc::new(buf);
+    let expect = expected(0..len);
+    let addrs = buf.page_addrs();
+    // Part of thread i: whole pages, the last thread takes the rest.
+    let ps = sys::page_size() as usize;
+    let pages_per = (addrs.len() / threads).max(1);
+    let part = move |i: usize| -> std::ops::Range<usize> {
         let a = (i * pages_per * ps).min(len);
         let b = if i + 1 == threads { len } else { ((i + 1) * pages_per * ps).min(len) };
         a..b
     };
-    let expects: Vec<u64> = (0..threads).map(|i| checksum(&buf.as_slice()[slice_of(i)])).collect();
+    // What thread i reads at time t: its part (--partition, or the even periods of --phases),
+    // else the whole buffer.
+    let range_of = move |i: usize, t: Duration| -> std::ops::Range<usize> {
+        let shared_now = match (t.as_millis() as u64).checked_div(phases_ms) {
+            Some(k) => k % 2 == 1,
+            None => !partition,
+        };
+        if shared_now {
+            0..len
+        } else {
+            part(i)
+        }
+    };
     if refault_ms > 0 {
         install_refault_handler(addrs[0] as usize, len);
     }
     let stop = Arc::new(AtomicBool::new(false));
     let bad = Arc::new(AtomicU64::new(0));
     let passes = Arc::new(AtomicU64::new(0));
+    let ready = Arc::new(std::sync::Barrier::new(threads + 1));
+    let ncpu = online_cpus();
+    let t_start = Instant::now();
     let mut hs = vec![];
-    for (i, &expect) in expects.iter().enumerate() {
-        let (buf, stop, bad, passes) = (buf.clone(), stop.clone(), bad.clone(), passes.clone());
-        let range = slice_of(i);
+    for i in 0..threads {
+        let (buf, stop, bad, passes, ready) = (buf.clone(), stop.clone(), bad.clone(), passes.clone(), ready.clone());
         hs.push(std::thread::spawn(move || {
             let tid = nix::unistd::gettid().as_raw() as u32;
+            if pin {
+                let mut one = ptb_topology::CpuSet::new();
+                one.insert_raw(i as u32 % ncpu);
+                if let Err(e) = sys::set_affinity(tid, &one) {
+                    eprintln!("ptb-testapp: thread {i}: cannot pin to CPU {}: {e}", i as u32 % ncpu);
+                }
+            }
+            if parallel_init {
+                let r = part(i);
+                // SAFETY: every thread writes only its own part of the mapping, before the
+                // barrier; nobody reads the buffer until every part is written.
+                let mine = unsafe { std::slice::from_raw_parts_mut((base + r.start) as *mut u8, r.len()) };
+                for (k, c) in mine.chunks_exact_mut(8).enumerate() {
+                    c.copy_from_slice(&word(r.start / 8 + k).to_le_bytes());
+                }
+            }
+            ready.wait();
+            let own = part(i);
+            let (exp_own, exp_all) = (expected(own.clone()), expected(0..len));
+            let npg = len / ps;
+            let exp_scatter = (0..npg).fold(0u64, |a, p| a.wrapping_add(expected(p * ps..(p + 1) * ps)));
+            // A stride near the golden ratio of the buffer: consecutive pages land far apart and
+            // any short run of them covers the buffer evenly.
+            let stride = (npg * 618 / 1000 + 1..).find(|s| gcd(*s, npg.max(1)) == 1).unwrap_or(1);
+            let mut pass = 0usize;
             let mut scratch: std::collections::VecDeque<AnonBuffer> = Default::default();
             while !stop.load(Ordering::Relaxed) {
                 if churn_kb > 0 {
@@ -159,7 +245,30 @@ fn main() {
                         scratch.push_back(b);
                     }
                 }
-                if checksum(&buf.as_slice()[range.clone()]) != expect {
+                let range = range_of(i, t_start.elapsed());
+                let ok = if range != own && scatter {
+                    // The whole buffer, page by page in a scattered order that differs per
+                    // thread and pass (so no thread is always first on a page). Under --phases
+                    // a pass stops where its phase ends (and is not checked), so phases stay
+                    // sharp however slow a pass is.
+                    let start = (i * npg / threads + pass * 7919) % npg.max(1);
+                    let mut got = 0u64;
+                    let mut done = true;
+                    for k in 0..npg {
+                        if k % 64 == 0 && phases_ms > 0 && range_of(i, t_start.elapsed()) == own {
+                            done = false;
+                            break;
+                        }
+                        let p = (start + k * stride) % npg;
+                        got = got.wrapping_add(checksum(&buf.as_slice()[p * ps..(p + 1) * ps]));
+                    }
+                    !done || got == exp_scatter
+                } else {
+                    let want = if range == own { exp_own } else { exp_all };
+                    checksum(&buf.as_slice()[range]) == want
+                };
+                pass += 1;
+                if !ok {
                     bad.fetch_add(1, Ordering::Relaxed);
                 }
                 passes.fetch_add(1, Ordering::Relaxed);
@@ -167,6 +276,7 @@ fn main() {
             tid
         }));
     }
+    ready.wait();
     // Printed once the buffer is initialised and every thread is started; `thp_kb` is the
     // buffer's memory in PMD-mapped transparent huge pages (smaps AnonHugePages).
     println!(
@@ -248,6 +358,14 @@ fn main() {
 fn anon_huge_kb(addr: u64) -> u64 {
     let v = ptb_linux::thp::smaps(&ptb_linux::procfs::ProcRoot::live(), std::process::id()).unwrap_or_default();
     v.iter().find(|m| m.start <= addr && addr < m.end).map_or(0, |m| m.anon_huge_kb)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn unix_ms() -> u64 {
@@ -401,4 +519,92 @@ fn check_plans(args: &[String]) -> i32 {
         over.len()
     );
     i32::from(wrong + twrong + over.len() > 0)
+}
+
+/// `check-real JSON DIR [MAX_L1]`: see the module doc.
+fn check_real(args: &[String]) -> i32 {
+    let (Some(json), Some(dir)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: ptb-testapp check-real JSON DIR [MAX_L1]");
+        return 2;
+    };
+    let max_l1: f64 = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(0.15);
+    let doc: serde_json::Value = match std::fs::read_to_string(json).map(|t| serde_json::from_str(&t)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("ptb-testapp: {json}: {e}");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("ptb-testapp: {json}: {e}");
+            return 2;
+        }
+    };
+    let mut bad = 0;
+    let failed = doc["failed_runs"].as_array().map_or(0, |v| v.len());
+    if failed > 0 {
+        println!("TESTAPP check-real: {failed} failed run(s): {}", doc["failed_runs"]);
+        bad += 1;
+    }
+    let results = doc["results"].as_array().cloned().unwrap_or_default();
+    if results.is_empty() {
+        println!("TESTAPP check-real: no successful run");
+        bad += 1;
+    }
+    for r in &results {
+        let (mode, rep, order) =
+            (r["policy"].as_str().unwrap_or("?"), r["seed"].as_u64().unwrap_or(0), r["order"].as_u64().unwrap_or(0));
+        let slug: String =
+            mode.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let path = format!("{dir}/run-{order:02}-{slug}-{rep}.out");
+        let out = std::fs::read_to_string(&path).unwrap_or_default();
+        let ok = out.contains("checksum=ok") && r["exit_status"].as_i64() == Some(0);
+        // The buffer's pages per kernel node, as the program saw them at its end.
+        let buffer: BTreeMap<u64, f64> = out
+            .lines()
+            .find(|l| l.starts_with("TESTAPP pages"))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|t| {
+                        let (k, v) = t.strip_prefix("node")?.split_once('=')?;
+                        Some((k.parse().ok()?, v.parse().ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let total: f64 = buffer.values().sum();
+        let nodes: Vec<u64> =
+            r["access_map"]["nodes"].as_array().into_iter().flatten().filter_map(|v| v.as_u64()).collect();
+        let served: Vec<f64> =
+            r["access_map"]["controller_share"].as_array().into_iter().flatten().filter_map(|v| v.as_f64()).collect();
+        let l1: f64 = if total > 0.0 && nodes.len() == served.len() && !nodes.is_empty() {
+            nodes.iter().zip(&served).map(|(n, s)| (s - buffer.get(n).copied().unwrap_or(0.0) / total).abs()).sum()
+        } else {
+            f64::NAN
+        };
+        // Pages that ptb or the kernel's balancer moved during the run may sit elsewhere at the
+        // end than when they were sampled: no comparison with the end state then.
+        let moved = r["pages_migrated"].as_u64().unwrap_or(0) + u64::from(mode == "numa-balancing");
+        let at_end = &r["anon_pages_per_node_at_end"];
+        let anon: Vec<f64> = nodes.iter().map(|n| at_end[n.to_string()].as_f64().unwrap_or(0.0)).collect();
+        let nm_off: f64 =
+            nodes.iter().zip(&anon).map(|(n, a)| (a - buffer.get(n).copied().unwrap_or(0.0)).abs()).sum::<f64>();
+        let nm_ok = moved > 0 || nm_off <= 0.1 * total + 1024.0;
+        let map_ok = moved > 0 || l1 <= max_l1;
+        let fmt = |v: Vec<f64>| v.iter().map(|x| format!("{:.0}", 100.0 * x)).collect::<Vec<_>>().join("/");
+        let pages: Vec<f64> = nodes.iter().map(|n| buffer.get(n).copied().unwrap_or(0.0) / total.max(1.0)).collect();
+        println!(
+            "TESTAPP check-real: run {order} {mode} #{rep}: exit {} checksum {}; memory served % {} vs buffer pages % {}: L1 {l1:.3}{}; anonymous pages at end (numa_maps) {} vs buffer {}: off by {nm_off:.0}; pages moved {moved}",
+            r["exit_status"],
+            if out.contains("checksum=ok") { "ok" } else { "NOT ok" },
+            fmt(served.clone()),
+            fmt(pages),
+            if moved > 0 { " (pages may have moved during the run: not required)" } else { "" },
+            anon.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join("/"),
+            nodes.iter().map(|n| format!("{:.0}", buffer.get(n).copied().unwrap_or(0.0))).collect::<Vec<_>>().join("/"),
+        );
+        if !(ok && map_ok && nm_ok) {
+            bad += 1;
+        }
+    }
+    i32::from(bad > 0)
 }

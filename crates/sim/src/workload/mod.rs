@@ -86,6 +86,10 @@ pub struct Access {
     /// `stream` only: fraction of the slice in the active window (default 1/16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_fraction: Option<f64>,
+    /// Only these app threads make this entry's accesses (a list such as `0-3`); all active
+    /// threads when absent. A thread's entries are weighted relative to each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<String>,
 }
 
 fn one() -> f64 {
@@ -118,6 +122,11 @@ pub struct Phase {
     /// when absent. Inactive threads wait at the barrier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<String>,
+    /// Relative work of each app thread in this phase (thread `i` gets entry `i` modulo the
+    /// list's length, divided by the mean over the app's threads); 0 leaves a thread idle.
+    /// Every thread does `work_ginstr` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_work: Option<Vec<f64>>,
     /// Access distribution (at least one entry when `apki > 0`).
     #[serde(default)]
     pub access: Vec<Access>,
@@ -277,6 +286,17 @@ impl Workload {
             if let Some(t) = &p.threads {
                 CpuSet::parse_list(t).map_err(|e| SimError::workload(origin, f("threads"), e.to_string()))?;
             }
+            if let Some(tw) = &p.thread_work {
+                if tw.is_empty() || tw.len() > MAX_THREADS as usize {
+                    return bad(f("thread_work"), format!("wants 1..={MAX_THREADS} numbers, got {}", tw.len()));
+                }
+                if let Some(x) = tw.iter().find(|x| !x.is_finite() || **x < 0.0 || **x > 1e6) {
+                    return bad(f("thread_work"), format!("{x} is not in [0, 1e6]"));
+                }
+                if tw.iter().all(|x| *x == 0.0) {
+                    return bad(f("thread_work"), "at least one thread must have work".into());
+                }
+            }
             if p.apki > 0.0 && p.access.is_empty() {
                 return bad(f("access"), "a phase with apki > 0 needs at least one access entry".into());
             }
@@ -306,6 +326,13 @@ impl Workload {
                 frac(a.hot_fraction, "hot_fraction", a.pattern == Pattern::Hot)?;
                 frac(a.neighbour_share, "neighbour_share", a.pattern == Pattern::Neighbours)?;
                 frac(a.window_fraction, "window_fraction", a.pattern == Pattern::Stream)?;
+                if let Some(t) = &a.threads {
+                    let set =
+                        CpuSet::parse_list(t).map_err(|e| SimError::workload(origin, g("threads"), e.to_string()))?;
+                    if set.is_empty() {
+                        return bad(g("threads"), "empty thread list".into());
+                    }
+                }
             }
         }
         Ok(())
@@ -458,6 +485,7 @@ access = [{ object = "a", pattern = "uniform" }]
                     ips: 2.0,
                     mem_ops_pki: None,
                     threads: None,
+                    thread_work: None,
                     access: vec![Access {
                         object: "o".into(),
                         pattern,
@@ -465,6 +493,7 @@ access = [{ object = "a", pattern = "uniform" }]
                         hot_fraction: None,
                         neighbour_share: None,
                         window_fraction: None,
+                        threads: None,
                     }],
                 }],
             },
