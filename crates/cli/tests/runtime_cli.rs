@@ -69,10 +69,15 @@ fn unsafe_targets_and_presets_are_refused() {
 #[test]
 fn roi_writes_the_control_file() {
     let dir = tempfile::tempdir().unwrap();
-    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "end", "4242"]).assert().success();
-    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "off");
-    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "begin", "4242"]).assert().success();
-    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "on");
+    let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+    let pid = child.id().to_string();
+    let file = dir.path().join(format!("ptb-roi.{pid}"));
+    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "end", &pid]).assert().success();
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "off");
+    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "begin", &pid]).assert().success();
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "on");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]

@@ -18,6 +18,12 @@ pub struct Stats {
     pub samples_lost: u64,
     pub threads_moved: u64,
     pub pages_moved: u64,
+    /// Dry run: thread moves the plans asked for (nothing moved; `threads_moved` stays 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub threads_would_move: u64,
+    /// Dry run: pages the plans asked to move (nothing moved; `pages_moved` stays 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pages_would_move: u64,
     /// Page moves tried again after a failure that may pass (ENOENT, EBUSY, EAGAIN).
     pub pages_retried: u64,
     /// Pages not moved, by reason.
@@ -33,14 +39,39 @@ pub struct Stats {
     pub targets_alive: u64,
 }
 
-/// (name, help, value) of every numeric metric.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// (name, help, value) of every numeric metric. A dry run reports what it would move under
+/// `*_would_move_*` names and no `*_moved_*` metric at all.
 fn metrics(s: &Stats) -> Vec<(&'static str, &'static str, f64)> {
+    let moves = if s.dry_run {
+        [
+            (
+                "ptb_threads_would_move_total",
+                "Dry run: thread moves the plans asked for (none applied)",
+                s.threads_would_move,
+            ),
+            ("ptb_pages_would_move_total", "Dry run: pages the plans asked to move (none moved)", s.pages_would_move),
+        ]
+    } else {
+        [
+            ("ptb_threads_moved_total", "Thread moves applied", s.threads_moved),
+            ("ptb_pages_moved_total", "Pages migrated", s.pages_moved),
+        ]
+    };
     vec![
+        (
+            "ptb_dry_run",
+            "1 when nothing is moved (--dry-run or a model of another machine)",
+            f64::from(u8::from(s.dry_run)),
+        ),
         ("ptb_cycles_total", "Decision cycles run", s.cycles as f64),
         ("ptb_samples_total", "Samples delivered by the sample source", s.samples as f64),
         ("ptb_samples_lost_total", "Samples the kernel reported lost", s.samples_lost as f64),
-        ("ptb_threads_moved_total", "Thread moves applied", s.threads_moved as f64),
-        ("ptb_pages_moved_total", "Pages migrated", s.pages_moved as f64),
+        (moves[0].0, moves[0].1, moves[0].2 as f64),
+        (moves[1].0, moves[1].1, moves[1].2 as f64),
         ("ptb_pages_retried_total", "Page moves tried again after a failure that may pass", s.pages_retried as f64),
         ("ptb_plans_refused_total", "Plans refused by validation", s.plans_refused as f64),
         ("ptb_cycles_paused_total", "Cycles skipped outside the region of interest", s.cycles_paused as f64),
@@ -109,6 +140,18 @@ mod tests {
         assert!(t.contains("# TYPE ptb_pages_moved_total counter\nptb_pages_moved_total 12\n"), "{t}");
         assert!(t.contains("ptb_pages_failed_total{reason=\"EBUSY\"} 3"));
         assert!(t.lines().filter(|l| !l.starts_with('#')).all(|l| l.split(' ').count() == 2));
+    }
+
+    #[test]
+    fn a_dry_run_reports_would_move_and_never_moved() {
+        let s = Stats { dry_run: true, pages_would_move: 61168, threads_would_move: 3, ..Default::default() };
+        let t = prometheus_text(&s);
+        assert!(t.contains("ptb_pages_would_move_total 61168") && t.contains("ptb_dry_run 1"), "{t}");
+        assert!(!t.contains("_moved_"), "{t}");
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"pages_would_move\":61168") && j.contains("\"pages_moved\":0"), "{j}");
+        let real = serde_json::to_string(&Stats { pages_moved: 5, ..Default::default() }).unwrap();
+        assert!(!real.contains("would"), "{real}");
     }
 
     #[test]

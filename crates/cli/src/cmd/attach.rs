@@ -22,7 +22,7 @@ pub fn run(args: Args) -> Result<()> {
         check_target(&root, &me, pid)?;
     }
     let Some(p) = prepare(&args.manage)? else {
-        eprintln!("ptb: not attaching to {:?}", args.pids);
+        eprintln!("ptb: not attaching to {}", crate::common::join(&args.pids));
         return Ok(());
     };
     if args.pids.len() > 1 && args.pids.iter().collect::<std::collections::BTreeSet<_>>().len() != args.pids.len() {

@@ -23,6 +23,15 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let on = matches!(a.which, Which::Begin);
+    // A pid that does not exist (a typo, a program that already ended) would only leave a
+    // stale file that a later process with the same pid would obey.
+    if !ptb_linux::observe::alive(&ptb_linux::procfs::ProcRoot::live(), a.pid) {
+        anyhow::bail!(
+            "no running process {}: `ptb roi {}` applies to a process that ptb run or ptb attach manages",
+            a.pid,
+            if on { "begin" } else { "end" }
+        );
+    }
     let p = ptb_linux::roi::write(a.pid, on).with_context(|| format!("writing the ROI file of pid {}", a.pid))?;
     eprintln!(
         "ptb: placement {} for pid {} ({}; a ptb daemon managing it reads this every cycle)",

@@ -18,11 +18,12 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone)]
 pub struct ManageArgs {
     /// Placement policy (see `ptb policies`).
-    #[arg(long, default_value = "ptb")]
+    #[arg(short, long, default_value = "ptb")]
     pub policy: String,
     /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its
     /// topology must match this machine. Presets and other machines only work with --dry-run.
-    #[arg(long, visible_alias = "bg", value_name = "FILE")]
+    /// Default: this machine, from /sys.
+    #[arg(short, long, value_name = "FILE")]
     pub machine: Option<String>,
     /// Decide and report, but move nothing.
     #[arg(long)]
@@ -129,8 +130,9 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
             for id in ids.iter_raw() {
                 let ix = machine.node_idx(ptb_topology::NodeId(id)).with_context(|| {
                     format!(
-                        "--nodes: node {id} does not exist here (nodes: {:?})",
-                        machine.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()
+                        "--nodes: node {id} does not exist on machine {} (nodes: {})",
+                        machine.name,
+                        crate::common::join(machine.nodes.iter().map(|n| n.id.0))
                     )
                 })?;
                 dense.insert_raw(ix.0 as u32);
@@ -139,7 +141,9 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
         }
     };
     let spec: PolicySpec = a.policy.parse()?;
-    let policy = build(spec, &a.params.params()?)?;
+    let params = a.params.params()?;
+    crate::common::check_params(&params, &machine)?;
+    let policy = build(spec, &params)?;
     if !machine.source.is_live() {
         dry_run = true;
     }
@@ -188,26 +192,37 @@ pub fn manage(
         stats,
         plan_log: a.plan_log.clone(),
     };
+    let nodes: Vec<String> = p.allowed.iter_idx().map(|n| p.machine.node(n).id.0.to_string()).collect();
     eprintln!(
-        "ptb: managing {} with policy {} on {} nodes{}",
-        targets.iter().map(|t| t.pid.to_string()).collect::<Vec<_>>().join(","),
+        "ptb: {} {} with policy {} on machine {}, nodes {}{}",
+        if p.dry_run { "dry run of" } else { "managing" },
+        crate::common::join(targets.iter().map(|t| t.pid)),
         p.policy.name(),
-        p.allowed.len(),
-        if p.dry_run { " (dry run: nothing is moved)" } else { "" }
+        p.machine.name,
+        nodes.join(","),
+        if p.dry_run { " (dry run: nothing is moved; every figure below is what would move)" } else { "" }
     );
     let out =
         daemon::run(&p.root, &p.machine, p.policy.as_mut(), start, targets, act, &cfg).map_err(anyhow::Error::msg);
     guard.restore();
     let out = out?;
-    eprintln!(
-        "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved, {} pages failed",
-        out.stats.cycles,
-        out.stats.samples,
-        out.stats.samples_lost,
-        out.stats.threads_moved,
-        out.stats.pages_moved,
-        out.stats.pages_failed.values().sum::<u64>()
-    );
+    let st = &out.stats;
+    if st.dry_run {
+        eprintln!(
+            "ptb: dry run: {} cycles, {} samples ({} lost); would have moved {} threads and {} pages (nothing was moved)",
+            st.cycles, st.samples, st.samples_lost, st.threads_would_move, st.pages_would_move
+        );
+    } else {
+        eprintln!(
+            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved, {} pages failed",
+            st.cycles,
+            st.samples,
+            st.samples_lost,
+            st.threads_moved,
+            st.pages_moved,
+            st.pages_failed.values().sum::<u64>()
+        );
+    }
     if let Some(path) = &a.stats {
         std::fs::write(path, serde_json::to_string_pretty(&out.stats)?)
             .with_context(|| format!("writing {}", path.display()))?;
@@ -240,6 +255,12 @@ pub fn run(args: Args) -> Result<()> {
         ptb_linux::launch::spawn(&p.root, &p.machine, &args.cmd, &alloc).map_err(anyhow::Error::msg)?;
     let pid = child.id();
     eprintln!("ptb: started `{}` as pid {pid}; new pages: {note}", args.cmd.join(" "));
+    if p.dry_run && start.alloc != ptb_policy::AllocPolicy::FirstTouch {
+        eprintln!(
+            "ptb: dry run: the policy would place new pages by {} (not applied)",
+            super::plan::describe_alloc(&p.machine, &start.alloc)
+        );
+    }
     let out = manage(a, p, Some(start), vec![Target { pid, child: Some(child) }], true)?;
     // The kernel's interleave weights are global: put them back once the program is done
     // (exit_like does not return, so the guard is dropped here, not at the end of scope).
