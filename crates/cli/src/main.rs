@@ -6,6 +6,7 @@ mod cmd;
 mod common;
 mod plot;
 mod report;
+mod world;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

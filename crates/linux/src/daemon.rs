@@ -186,8 +186,8 @@ fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Opti
     let policy_period = match mode {
         SamplingMode::None if cfg.source == "auto" || cfg.source == "none" => return Ok(None),
         _ if cfg.source == "none" => return Ok(None),
-        SamplingMode::Address { period } => period,
-        SamplingMode::HintFaults { .. } | SamplingMode::None => 1,
+        SamplingMode::Address { period, .. } => period,
+        SamplingMode::HintFaults { .. } | SamplingMode::PageFaults | SamplingMode::None => 1,
     };
     let kind = det.pick(&cfg.source)?;
     let period = cfg.period.unwrap_or(if kind == SourceKind::PageFaults { 1 } else { policy_period });
@@ -254,6 +254,7 @@ pub fn run(
             cycle,
             threads: &threads,
             samples: &[],
+            sampling: SamplingMode::None,
             sampling_period: 0,
             pages: &pages,
             regions: &[],
@@ -346,6 +347,7 @@ pub fn run(
         }
         let free = observe::free_bytes(root, machine);
         let period = source.as_ref().map_or(0, |s| s.period());
+        let sampling = source.as_ref().map_or(SamplingMode::None, |s| s.mode());
         let snap = Snapshot {
             machine,
             allowed: &cfg.allowed,
@@ -353,6 +355,7 @@ pub fn run(
             cycle: this_cycle,
             threads: &threads,
             samples: &cycle_samples,
+            sampling,
             sampling_period: period,
             pages: &pages,
             regions: &regions,

@@ -122,6 +122,9 @@ pub fn plan(trace: &Trace, m: &Machine, policy: &mut dyn Policy, allowed: &NodeS
         cycle: Duration::from_nanos(span.max(1)),
         threads: &threads,
         samples: &trace.samples,
+        sampling: ptb_policy::SamplingMode::of_source(&trace.source, trace.period).unwrap_or(
+            ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: trace.period },
+        ),
         sampling_period: trace.period,
         pages: &pages,
         regions: &regions,

@@ -278,6 +278,12 @@ impl PerfSource {
         &self.kind
     }
 
+    /// What this source's samples stand for, as a policy's snapshot says it.
+    pub fn mode(&self) -> ptb_policy::SamplingMode {
+        ptb_policy::SamplingMode::of_source(self.kind.name(), self.period)
+            .unwrap_or(ptb_policy::SamplingMode::PageFaults)
+    }
+
     /// Make the set of sampled threads equal to `threads` ((app, tid) pairs): open rings for
     /// new threads, close rings of threads no longer listed. Returns how many were opened.
     pub fn track(&mut self, threads: &[(AppId, Tid)]) -> usize {

@@ -92,7 +92,8 @@ pub fn search(sim: &Simulation, opts: &OracleOptions) -> Result<OracleResult, Si
 pub fn search_with(sim: &Simulation, opts: &OracleOptions, runs: &[RunResult]) -> Result<OracleResult, SimError> {
     let layout = sim.layout();
     let machine = sim.machine();
-    let sm = SimMachine::new(machine, &sim.options().model)?;
+    let sm = sim.sim_machine().clone();
+    let _ = machine;
     let nn = sm.n_nodes;
     let demand = Demand::of(layout);
     let mem: Vec<usize> = sim

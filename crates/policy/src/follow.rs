@@ -29,7 +29,7 @@ impl Policy for Follow {
     }
     fn decide(&mut self, s: &Snapshot) -> Plan {
         let mut plan = Plan::default();
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<_, ptb_profile::histogram::FxBuild> = HashSet::default();
         for x in s.samples {
             if plan.pages.len() >= self.max_moves {
                 break;

@@ -35,6 +35,7 @@ pub use plan::{
     validate_plan, AllocPolicy, PageMove, Plan, PlanError, RangeAction, RangeOp, SamplingMode, SamplingRequest,
     StartPlan, ThreadMove, ThreadTarget,
 };
+pub use ptb_profile::SampledEvent;
 pub use snapshot::{PageLocations, Region, Snapshot, StartContext, ThreadState};
 
 use thiserror::Error;

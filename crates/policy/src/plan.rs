@@ -2,7 +2,7 @@
 //! applied.
 
 use crate::snapshot::Snapshot;
-use ptb_profile::{AppId, PageKey, Tid};
+use ptb_profile::{AppId, PageKey, SampledEvent, Tid};
 use ptb_topology::{CpuId, NodeIdx};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -71,11 +71,32 @@ pub enum AllocPolicy {
 pub enum SamplingMode {
     /// No samples (static policies).
     None,
-    /// Hardware-style address sampling: one sample every `period` memory accesses.
-    Address { period: u64 },
+    /// Hardware address sampling: one sample every `period` events of the kind `event` counts
+    /// (ops for IBS op / SPE, slow loads for PEBS load latency, last-level misses).
+    Address { event: SampledEvent, period: u64 },
     /// NUMA hinting faults: every `scan_period`, `scan_bytes` of each application's address
     /// space (continuing where the last scan stopped) is made to fault on its next access.
     HintFaults { scan_bytes: u64, scan_period: Duration },
+    /// Software page-fault events (every fault, with its address): what a machine without an
+    /// address-sampling PMU delivers. Only the daemon reports this mode; it sees first
+    /// touches and faults a program provokes, not how often memory is used.
+    PageFaults,
+}
+
+impl SamplingMode {
+    /// The mode a named sample source delivers (`ibs-op`, `spe`, `pebs-loads`, `page-faults`,
+    /// as `ptb run --source` and trace headers name them; a longer description starting with
+    /// the name works too); `None` for a name ptb does not know.
+    pub fn of_source(name: &str, period: u64) -> Option<SamplingMode> {
+        let first = name.split_whitespace().next().unwrap_or("");
+        Some(match first {
+            "ibs-op" | "ibs_op" => SamplingMode::Address { event: SampledEvent::Cycles, period },
+            "spe" => SamplingMode::Address { event: SampledEvent::Ops, period },
+            "pebs-loads" => SamplingMode::Address { event: SampledEvent::SlowLoads, period },
+            "page-faults" => SamplingMode::PageFaults,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

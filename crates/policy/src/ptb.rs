@@ -75,6 +75,7 @@ use crate::plan::{AllocPolicy, Plan, RangeAction, RangeOp, SamplingMode, Samplin
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
 use chunks::{ChunkKey, ChunkTable, Target};
+use ptb_profile::SampledEvent;
 use ptb_topology::NodeIdx;
 use std::time::Duration;
 
@@ -182,7 +183,7 @@ impl Ptb {
         } else {
             (self.p.cycle, self.period)
         };
-        SamplingRequest { mode: SamplingMode::Address { period }, cycle }
+        SamplingRequest { mode: SamplingMode::Address { event: SampledEvent::Misses, period }, cycle }
     }
 }
 

@@ -78,7 +78,11 @@ pub struct Snapshot<'a> {
     pub threads: &'a [ThreadState],
     /// Samples of this cycle, in arrival order.
     pub samples: &'a [Sample],
-    /// One sample represents this many accesses (the sampling period); 0 when unknown.
+    /// What the samples are: the sampling mode in force during the cycle (its event tells
+    /// what one sample stands for; see [`SampledEvent`](ptb_profile::SampledEvent)).
+    pub sampling: crate::plan::SamplingMode,
+    /// One sample represents this many events of the mode's kind (the sampling period, grown
+    /// when the driver dropped samples); 0 when unknown.
     pub sampling_period: u64,
     /// Node of every sampled page (and possibly more).
     pub pages: &'a PageLocations,

@@ -95,7 +95,7 @@ impl Run<'_> {
         if tw > 0.0 {
             fw.iter_mut().for_each(|x| *x /= tw);
         }
-        let running = rt.working && rt.stall_ns <= 0.0 && st.done_ns.is_none();
+        let running = rt.working && !rt.parked && st.done_ns.is_none();
         let ph = (st.cur < app.sequence.len()).then(|| &app.phases[app.sequence[st.cur]]);
         let mut d = Demand::default();
         if let (true, Some(ph)) = (running, ph) {

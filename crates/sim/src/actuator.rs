@@ -41,7 +41,7 @@ impl Actuator for SimActuator<'_, '_> {
 impl Run<'_> {
     pub(crate) fn apply_plan(&mut self, plan: &Plan) -> ApplyReport {
         let mut rep = ApplyReport::default();
-        let costs = self.sim.machine.costs.clone();
+        let costs = self.sim.costs.clone();
         // Threads.
         for mv in &plan.threads {
             let Some(t) = self.thread_by_tid(mv.tid) else { continue };
@@ -68,6 +68,10 @@ impl Run<'_> {
                     rep.seconds += ns / 1e9;
                 }
             }
+        }
+        // Idle CPUs pull threads that pinning left two to a CPU.
+        if !plan.threads.is_empty() && self.balance_idle() > 0 {
+            self.dirty = true;
         }
         // Pages: collect (object, page, to).
         let l = &self.sim.layout;
@@ -143,20 +147,24 @@ impl Run<'_> {
                     self.threads[t].stall_ns += each;
                 }
             }
-            // Copy traffic over the copying duration.
+            // Copy traffic over the copying duration. A copy shorter than a stall worth a step of
+            // its own (crate::engine::STALL_EVENT_NS) loads the machine for too short a time to
+            // matter to anyone's throughput: its cost is the copying threads' stall alone.
             let dur = longest.max(1e3);
-            let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
-            for (&(from, to), &n) in &per_pair {
-                let g = self.copy_group(from, to);
-                let bytes = n as f64 * ps;
-                for &r in self.sim.sm.read_res(g, from) {
-                    *loads.entry(r).or_default() += bytes / dur;
+            if dur > crate::engine::STALL_EVENT_NS {
+                let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
+                for (&(from, to), &n) in &per_pair {
+                    let g = self.copy_group(from, to);
+                    let bytes = n as f64 * ps;
+                    for &r in self.sim.sm.read_res(g, from) {
+                        *loads.entry(r).or_default() += bytes / dur;
+                    }
+                    for &r in self.sim.sm.write_res(g, to) {
+                        *loads.entry(r).or_default() += bytes / dur;
+                    }
                 }
-                for &r in self.sim.sm.write_res(g, to) {
-                    *loads.entry(r).or_default() += bytes / dur;
-                }
+                self.background.push(Background { until_ns: self.now_ns + dur, loads: loads.into_iter().collect() });
             }
-            self.background.push(Background { until_ns: self.now_ns + dur, loads: loads.into_iter().collect() });
         }
         self.acc.pages_migrated += rep.pages_moved;
         self.acc.threads_migrated += rep.threads_moved;

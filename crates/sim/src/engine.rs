@@ -9,7 +9,28 @@
 use crate::error::SimError;
 use crate::run::Run;
 use ptb_policy::{validate_plan, Actuator, PageLocations, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
+use ptb_profile::MemLevel;
 use std::time::{Duration, Instant};
+
+/// A stall longer than this takes the thread out of the contention solve until only this much
+/// is left (a page copy of many ms); a shorter one (a thread move's lost cache, a sampling
+/// interrupt, a small share of a copy) is paid from the thread's next progress while its memory
+/// traffic stays in the solve, so that it costs no solve and no step of its own.
+pub(crate) const STALL_EVENT_NS: f64 = 2e6;
+
+/// A thread whose stall exceeds this leaves the solve (and rejoins at [`STALL_EVENT_NS`]).
+const PARK_NS: f64 = 3.0 * STALL_EVENT_NS;
+
+/// Thread ends (phase work done, long stall over) this close to the first one share its step.
+const MERGE_NS: f64 = 2e6;
+
+/// A streaming window that moved changes a thread's node shares; a new contention solve is made
+/// when some share moved by more than this (1 point of a thread's traffic).
+const SHARE_STEP: f64 = 0.01;
+
+/// Longest step when no streaming window moves: nothing changes inside a step, so this only
+/// bounds how long rates computed at its start stay in force while nothing else happens.
+const IDLE_STEP_NS: f64 = 100e6;
 
 impl Run<'_> {
     /// Put every application in its first phase with work.
@@ -84,14 +105,15 @@ impl Run<'_> {
     /// Run to the end. `policy` is called every cycle when given.
     pub(crate) fn drive(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
         let opts = &self.sim.opts;
-        let max_step = opts.max_step_ms * 1e6;
+        let stream_step = opts.max_step_ms * 1e6;
         let max_ns = opts.max_sim_s * 1e9;
         let cycle_ns = |r: &SamplingRequest| (r.cycle.as_nanos() as f64).max(1e6);
         let mut next_cycle = if policy.is_some() { cycle_ns(&self.sampling) } else { f64::INFINITY };
+        let sched_on = opts.linux_migrations_per_s > 0.0;
+        let mut next_tick = if sched_on { crate::sched::TICK_NS } else { f64::INFINITY };
         let nt = self.threads.len();
         let mut overhead = vec![0.0f64; nt];
-        let cap: Vec<f64> = self.sim.sm.resources.iter().map(|r| r.capacity).collect();
-        let svc: Vec<f64> = self.sim.sm.resources.iter().map(|r| r.service_ns).collect();
+        let res = crate::solver::Resources::of(&self.sim.sm);
         let line = self.sim.machine.line_size as f64;
         self.start_apps();
         while !self.all_done() {
@@ -108,19 +130,30 @@ impl Run<'_> {
             if self.background.len() != before {
                 self.dirty = true;
             }
-            let mut streaming = self.streaming_threads();
-            streaming.retain(|&t| {
+            // Threads whose stall grew long leave the solve until it is nearly paid.
+            for rt in self.threads.iter_mut() {
+                if !rt.parked && rt.working && rt.stall_ns > PARK_NS {
+                    rt.parked = true;
+                    self.dirty = true;
+                }
+            }
+            // Streaming windows that moved; a new solve only when a thread's node shares did.
+            let streaming = self.streaming_threads();
+            let mut moved_shares = false;
+            for &t in &streaming {
                 let old = self.threads[t].pieces.clone();
                 self.build_pieces(t);
-                self.threads[t].pieces != old
-            });
-            if self.dirty || !streaming.is_empty() {
+                if self.threads[t].pieces != old && !self.dirty {
+                    let (fr, fw) = (self.threads[t].f_read.clone(), self.threads[t].f_write.clone());
+                    self.build_demand(t);
+                    let rt = &self.threads[t];
+                    let diff = fr.iter().zip(&rt.f_read).chain(fw.iter().zip(&rt.f_write)).map(|(a, b)| (a - b).abs());
+                    moved_shares |= diff.fold(0.0, f64::max) > SHARE_STEP;
+                }
+            }
+            if self.dirty || moved_shares {
                 if self.dirty {
                     for t in 0..nt {
-                        self.build_demand(t);
-                    }
-                } else {
-                    for &t in &streaming {
                         self.build_demand(t);
                     }
                 }
@@ -131,22 +164,44 @@ impl Run<'_> {
                     }
                 }
                 let demands: Vec<_> = self.threads.iter().map(|t| t.demand.clone()).collect();
-                let rates = self.solver.solve(&demands, &cap, &svc, &self.bg_vec, line, &self.sim.opts.model);
+                let rates = self.solver.solve(&demands, &res, &self.bg_vec, line, &self.sim.opts.model);
                 for (t, r) in self.threads.iter_mut().zip(rates) {
                     t.rate = r;
                 }
+                self.solves += 1;
+                self.solver_iterations += self.solver.last_iterations as u64;
                 self.dirty = false;
             }
-            // Step length.
-            let mut t1 = (self.now_ns + max_step).min(next_cycle).min(self.next_scan_ns);
+            // Step length: up to the next event (a cycle, a scan, a scheduler tick, the end of a
+            // stall, a copy or a thread's phase work); streaming windows move every few ms.
+            let bound = if streaming.is_empty() { IDLE_STEP_NS } else { stream_step };
+            // Scheduler ticks ride on the next step end (at most `bound` late) rather than
+            // cutting steps of their own.
+            let mut t1 = (self.now_ns + bound).min(next_cycle).min(self.next_scan_ns);
             for b in &self.background {
                 t1 = t1.min(b.until_ns);
             }
-            for rt in self.threads.iter().filter(|r| r.working) {
-                if rt.stall_ns > 0.0 {
-                    t1 = t1.min(self.now_ns + rt.stall_ns);
-                } else if rt.rate.instr_per_ns > 0.0 {
-                    t1 = t1.min(self.now_ns + rt.remaining / rt.rate.instr_per_ns);
+            // Threads that finish their phase work or end a long stall within a few ms of the
+            // first one do so in the same step: each such event changes everyone's contention,
+            // and one solve per thread would cost far more than the ms of precision it buys.
+            let ends: Vec<f64> = self
+                .threads
+                .iter()
+                .filter(|r| r.working)
+                .filter_map(|rt| {
+                    if rt.parked {
+                        Some(self.now_ns + (rt.stall_ns - STALL_EVENT_NS).max(0.0))
+                    } else if rt.rate.instr_per_ns > 0.0 {
+                        Some(self.now_ns + rt.stall_ns + rt.remaining / rt.rate.instr_per_ns)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if let Some(first) = ends.iter().copied().reduce(f64::min) {
+                if first < t1 {
+                    let window = first + MERGE_NS.max(0.02 * (first - self.now_ns));
+                    t1 = ends.iter().copied().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
                 }
             }
             let t1 = t1.max(self.now_ns + 1.0);
@@ -154,12 +209,15 @@ impl Run<'_> {
             // Samples of this step.
             overhead.iter_mut().for_each(|o| *o = 0.0);
             match self.sampling.mode {
-                SamplingMode::Address { period } => self.address_samples(period.max(1), self.now_ns, dt, &mut overhead),
+                SamplingMode::Address { event, period } => {
+                    self.address_samples(event, period, self.now_ns, dt, &mut overhead)
+                }
                 SamplingMode::HintFaults { .. } => self.deliver_hint_faults(t1, &mut overhead),
-                SamplingMode::None => {}
+                SamplingMode::None | SamplingMode::PageFaults => {}
             }
             self.advance(dt, &overhead);
             self.now_ns = t1;
+            self.steps += 1;
             // Barriers.
             for a in 0..self.apps.len() {
                 if self.apps[a].done_ns.is_some() {
@@ -177,6 +235,10 @@ impl Run<'_> {
             }
             if self.all_done() {
                 break;
+            }
+            if self.now_ns >= next_tick - 1e-3 {
+                self.sched_tick(crate::sched::TICK_NS);
+                next_tick = self.now_ns + crate::sched::TICK_NS;
             }
             if self.now_ns >= self.next_scan_ns - 1e-3 {
                 if let SamplingMode::HintFaults { scan_bytes, scan_period } = self.sampling.mode {
@@ -214,6 +276,7 @@ impl Run<'_> {
     #[allow(clippy::needless_range_loop)]
     fn advance(&mut self, dt: f64, overhead: &[f64]) {
         let nn = self.sim.sm.n_nodes;
+        let mut unparked = false;
         for t in 0..self.threads.len() {
             let node = self.node_of(t);
             let app = self.sim.layout.threads[t].app;
@@ -223,21 +286,26 @@ impl Run<'_> {
             if !rt.working {
                 continue;
             }
-            if rt.stall_ns > 0.0 {
-                rt.stall_ns -= dt;
-                if rt.stall_ns < 1e-3 {
-                    rt.stall_ns = 0.0;
-                    self.dirty = true;
-                }
-                rt.stall_ns += overhead[t];
+            // Pay the stall first, then this step's sampling overhead; the rest runs.
+            let parked = rt.parked;
+            let paid = rt.stall_ns.min(dt);
+            rt.stall_ns -= paid;
+            if rt.stall_ns < 1e-3 {
+                rt.stall_ns = 0.0;
+            }
+            if parked && rt.stall_ns <= STALL_EVENT_NS {
+                rt.parked = false;
+                unparked = true;
+            }
+            let avail = dt - paid;
+            let ov = overhead[t].min(avail);
+            let run = avail - ov;
+            rt.stall_ns += overhead[t] - ov;
+            if parked {
                 continue;
             }
-            let ov = overhead[t].min(dt);
-            let run = dt - ov;
-            if overhead[t] > ov {
-                rt.stall_ns += overhead[t] - ov;
-                self.dirty = true;
-            }
+            // A thread that finishes inside the step (ends are merged) runs only until then.
+            let run = if rt.rate.instr_per_ns > 0.0 { run.min(rt.remaining / rt.rate.instr_per_ns) } else { run };
             rt.remaining -= rt.rate.instr_per_ns * run;
             let lines = rt.rate.lines_per_ns * run;
             if lines > 0.0 {
@@ -252,6 +320,16 @@ impl Run<'_> {
                 rt.working = false;
                 self.dirty = true;
             }
+        }
+        if unparked {
+            // The stalls of one plan end within a few ms of each other: let them all rejoin at
+            // once (paying the rest of their stall from their progress) rather than one solve each.
+            for rt in self.threads.iter_mut() {
+                if rt.parked && rt.stall_ns <= PARK_NS {
+                    rt.parked = false;
+                }
+            }
+            self.dirty = true;
         }
         for (r, u) in self.solver.u.iter().enumerate() {
             self.acc.util_ns[r] += u * dt;
@@ -268,16 +346,23 @@ impl Run<'_> {
         }
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        // Collected through a Vec so the map is sized once (exact size hint).
-        let located: Vec<(ptb_profile::PageKey, ptb_topology::NodeIdx)> = self
-            .samples
-            .iter()
-            .filter_map(|s| {
-                let key = s.page(ps);
-                let (o, p) = l.find_page(key.app as usize, key.vpn)?;
-                Some((key, ptb_topology::NodeIdx::from_ix(self.objs[o].get(p)?)))
-            })
-            .collect();
+        // Where every sampled page lives; DRAM samples become local or remote from it (the
+        // sampler leaves that open: pages move only between cycles). Collected through a Vec so
+        // the map is sized once (exact size hint).
+        let mut located: Vec<(ptb_profile::PageKey, ptb_topology::NodeIdx)> = Vec::with_capacity(self.samples.len());
+        for s in self.samples.iter_mut() {
+            let key = s.page(ps);
+            let Some((o, p)) = l.find_page(key.app as usize, key.vpn) else { continue };
+            let Some(n) = self.objs[o].get(p) else { continue };
+            if let Some(lvl @ (MemLevel::LocalDram | MemLevel::RemoteDram)) = s.level() {
+                let local = self.sim.cpu_pos(s.cpu).is_some_and(|c| self.sim.cpu_node[c] == n);
+                let want = if local { MemLevel::LocalDram } else { MemLevel::RemoteDram };
+                if want != lvl {
+                    s.data_src = Some(ptb_profile::datasrc::encode(want, s.kind == ptb_profile::SampleKind::Store));
+                }
+            }
+            located.push((key, ptb_topology::NodeIdx::from_ix(n)));
+        }
         let pages: PageLocations = located.into_iter().collect();
         let regions: Vec<Region> = l
             .objects
@@ -294,7 +379,7 @@ impl Run<'_> {
             .collect();
         let free = self.free_bytes();
         let period = match self.sampling.mode {
-            SamplingMode::Address { period } => {
+            SamplingMode::Address { period, .. } => {
                 let kept = self.samples.len() as u64;
                 period.saturating_mul(kept + self.samples_dropped_cycle).checked_div(kept).unwrap_or(period)
             }
@@ -307,6 +392,7 @@ impl Run<'_> {
             cycle,
             threads: &threads,
             samples: &self.samples,
+            sampling: self.sampling.mode,
             sampling_period: period,
             pages: &pages,
             regions: &regions,

@@ -114,7 +114,7 @@ impl Run<'_> {
     pub(crate) fn deliver_hint_faults(&mut self, t1: f64, overhead: &mut [f64]) {
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        let fault_ns = self.sim.machine.costs.hint_fault_us * 1e3;
+        let fault_ns = self.sim.costs.hint_fault_us * 1e3;
         while let Some(Reverse((at, _, t, obj, page))) = self.hint_events.peek().copied() {
             if at as f64 >= t1 {
                 break;

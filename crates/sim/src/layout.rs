@@ -75,6 +75,8 @@ pub struct CompiledPhase {
     pub mlp: f64,
     /// Instructions per ns.
     pub ips: f64,
+    /// Memory operations (cache hits included) per instruction, at least `m`.
+    pub mops: f64,
     /// Which app threads work in this phase.
     pub active: Vec<bool>,
     pub access: Vec<CompiledAccess>,
@@ -152,6 +154,7 @@ impl Layout {
                     write_share: p.write_share,
                     mlp: p.mlp,
                     ips: p.ips,
+                    mops: p.mem_ops_pki.unwrap_or(crate::workload::DEFAULT_MEM_OPS_PKI).max(p.apki) / 1000.0,
                     active,
                     has_stream: access.iter().any(|x| x.pattern == Pattern::Stream),
                     access,

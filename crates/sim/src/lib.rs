@@ -79,8 +79,10 @@ mod access;
 mod actuator;
 mod engine;
 mod hintfault;
+pub mod perturb;
 mod run;
 mod sampler;
+pub mod sched;
 mod static_groups;
 
 pub use error::SimError;

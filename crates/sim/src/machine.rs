@@ -38,6 +38,8 @@ pub struct Resource {
     pub capacity: f64,
     /// Queueing service time `s_R`, ns.
     pub service_ns: f64,
+    /// Steepness `k` of the delay curve `q = s (u / (1 - u))^k` (1 unless perturbed).
+    pub steepness: f64,
 }
 
 /// The machine as the simulator sees it.
@@ -47,7 +49,7 @@ pub struct SimMachine {
     pub n_groups: usize,
     pub resources: Vec<Resource>,
     /// Idle latency, ns, `[group * n_nodes + node]`.
-    lat0: Vec<f64>,
+    pub(crate) lat0: Vec<f64>,
     /// Resources crossed by a read from group to node, `[group * n_nodes + node]`.
     read_res: Vec<Vec<u32>>,
     /// Resources crossed by a write (write-back) from group to node.
@@ -93,6 +95,7 @@ impl SimMachine {
                 kind: ResourceKind::Controller(node),
                 capacity: cap.max(1e-3),
                 service_ns: p.controller_service_ns,
+                steepness: 1.0,
             });
         }
         // Directed links.
@@ -103,6 +106,7 @@ impl SimMachine {
                     kind: ResourceKind::Link { link: i as u16, forward },
                     capacity: gbps.max(1e-3),
                     service_ns: p.link_service_ns,
+                    steepness: 1.0,
                 });
             }
         }
@@ -146,6 +150,7 @@ impl SimMachine {
                             kind: ResourceKind::Path(gi, ni),
                             capacity: cap,
                             service_ns: p.path_service_ns,
+                            steepness: 1.0,
                         });
                         rr.push(id);
                         wr.push(id);

@@ -21,10 +21,14 @@ pub(crate) struct Accum {
     pub threads_migrated: u64,
     pub page_migration_ns: f64,
     pub thread_migration_ns: f64,
+    /// Threads the simulated Linux scheduler moved between nodes, and their stall time.
+    pub sched_migrations: u64,
+    pub sched_migration_ns: f64,
     pub decision_ns: f64,
     pub decision_charged_ns: f64,
     pub cycles: u64,
     pub samples: u64,
+    pub samples_dram: u64,
     pub samples_dropped: u64,
     pub hint_faults: u64,
     pub sample_overhead_ns: f64,
@@ -44,10 +48,13 @@ impl Accum {
             threads_migrated: 0,
             page_migration_ns: 0.0,
             thread_migration_ns: 0.0,
+            sched_migrations: 0,
+            sched_migration_ns: 0.0,
             decision_ns: 0.0,
             decision_charged_ns: 0.0,
             cycles: 0,
             samples: 0,
+            samples_dram: 0,
             samples_dropped: 0,
             hint_faults: 0,
             sample_overhead_ns: 0.0,
@@ -136,18 +143,35 @@ pub struct RunResult {
     pub migration_s: f64,
     pub page_migration_s: f64,
     pub thread_migration_s: f64,
+    /// Cross-node moves of unpinned threads by the simulated Linux scheduler (not the policy's),
+    /// and the cache-loss stall they cost, seconds.
+    #[serde(default)]
+    pub sched_migrations: u64,
+    #[serde(default)]
+    pub sched_migration_s: f64,
     /// Real (wall-clock) time of the policy's decide() calls, ms; measured, not simulated.
     pub decision_ms: f64,
     /// Whether decision time was charged to the run as a stalled core.
     pub decision_charged: bool,
     pub cycles: u64,
     pub samples: u64,
+    /// Kept samples that were DRAM accesses (the rest hit a cache; op samplers only).
+    #[serde(default)]
+    pub samples_dram: u64,
     pub samples_dropped: u64,
     pub hint_faults: u64,
     /// CPU time charged for samples and hinting faults, seconds.
     pub sampling_overhead_s: f64,
     pub pages_failed: BTreeMap<String, u64>,
     pub policy_stats: BTreeMap<String, f64>,
+    /// Work of the simulator itself: time steps, contention solves and their fixed-point
+    /// iterations (for `ptb bench sim`).
+    #[serde(default)]
+    pub sim_steps: u64,
+    #[serde(default)]
+    pub sim_solves: u64,
+    #[serde(default)]
+    pub sim_solver_iterations: u64,
     pub apps: Vec<AppResult>,
     pub phases: Vec<PhaseResult>,
 }
@@ -253,15 +277,21 @@ impl Run<'_> {
             migration_s: (self.acc.page_migration_ns + self.acc.thread_migration_ns) / 1e9,
             page_migration_s: self.acc.page_migration_ns / 1e9,
             thread_migration_s: self.acc.thread_migration_ns / 1e9,
+            sched_migrations: self.acc.sched_migrations,
+            sched_migration_s: self.acc.sched_migration_ns / 1e9,
             decision_ms: self.acc.decision_ns / 1e6,
             decision_charged: sim.opts.charge_decision,
             cycles: self.acc.cycles,
             samples: self.acc.samples,
+            samples_dram: self.acc.samples_dram,
             samples_dropped: self.acc.samples_dropped,
             hint_faults: self.acc.hint_faults,
             sampling_overhead_s: self.acc.sample_overhead_ns / 1e9,
             pages_failed: self.acc.pages_failed.clone(),
             policy_stats: self.acc.policy_stats.clone(),
+            sim_steps: self.steps,
+            sim_solves: self.solves,
+            sim_solver_iterations: self.solver_iterations,
             apps,
             phases,
         }

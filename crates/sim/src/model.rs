@@ -39,7 +39,7 @@ impl Default for ModelParams {
             path_service_ns: 0.0,
             u_max: 0.99,
             max_iterations: 200,
-            tolerance: 1e-5,
+            tolerance: 1e-4,
             default_local_ns: 80.0,
         }
     }

@@ -1,11 +1,10 @@
 //! The mutable state of one simulated run: where threads run, where pages live, how far each
 //! thread and application has come, pending costs, samples and hint-fault events.
 //!
-//! Scheduling without pinning: threads are spread like Linux does for a fresh parallel
-//! program on an idle machine — thread k (over all applications, in order) on the k-th CPU of
-//! the allowed nodes in kernel CPU order, wrapping around when there are more threads than
-//! CPUs. Threads sharing a CPU share its time equally. A thread given a node (not a CPU) runs
-//! on the least-loaded CPU of that node.
+//! Scheduling without pinning: threads start where Linux puts a fresh parallel program and
+//! then wander between nodes as its scheduler moves them ([`crate::sched`]). Threads sharing a
+//! CPU share its time equally. A thread given a node (not a CPU) runs on the least-loaded CPU
+//! of that node.
 
 use crate::error::SimError;
 use crate::layout::slice;
@@ -16,7 +15,8 @@ use crate::solver::{Demand, Rate, Solver};
 use ptb_policy::{AllocPolicy, SamplingMode, SamplingRequest, ThreadState};
 use ptb_profile::Sample;
 use ptb_topology::{CpuSet, GroupIdx, NodeIdx};
-use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -42,6 +42,8 @@ pub(crate) struct ThreadRt {
     pub alive: bool,
     /// Pending stall (migration, thread move, carried overhead), ns.
     pub stall_ns: f64,
+    /// Out of the contention solve while a long stall lasts ([`crate::engine::STALL_EVENT_NS`]).
+    pub parked: bool,
     pub sample_carry: f64,
     pub pieces: Vec<Piece>,
     pub f_read: Vec<f64>,
@@ -87,7 +89,13 @@ pub(crate) struct Run<'a> {
     pub solver: Solver,
     pub dirty: bool,
     pub rng: ChaCha8Rng,
+    /// The sampler's generator (many draws per step; seeded from `rng`).
+    pub fast_rng: SmallRng,
     pub acc: Accum,
+    /// Steps taken and contention solves made (for the speed benchmark).
+    pub steps: u64,
+    pub solves: u64,
+    pub solver_iterations: u64,
     pub samples: Vec<Sample>,
     pub samples_dropped_cycle: u64,
     pub sampling: SamplingRequest,
@@ -117,6 +125,7 @@ impl<'a> Run<'a> {
                     working: false,
                     alive: true,
                     stall_ns: 0.0,
+                    parked: false,
                     sample_carry: 0.0,
                     pieces: vec![],
                     f_read: vec![0.0; nn],
@@ -133,7 +142,9 @@ impl<'a> Run<'a> {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(w.seed);
         }
         let nr = sim.sm.resources.len();
-        Run {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let fast_rng = SmallRng::seed_from_u64(rng.random());
+        let mut run = Run {
             sim,
             now_ns: 0.0,
             objs,
@@ -148,8 +159,12 @@ impl<'a> Run<'a> {
             scratch: vec![0.0; nr],
             solver: Solver::new(nr),
             dirty: true,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng,
+            fast_rng,
             acc: Accum::new(nn, nr, l.apps.len()),
+            steps: 0,
+            solves: 0,
+            solver_iterations: 0,
             samples: vec![],
             samples_dropped_cycle: 0,
             sampling: SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1) },
@@ -157,7 +172,9 @@ impl<'a> Run<'a> {
             hint_seq: 0,
             hint_cursor: vec![(0, 0); l.apps.len()],
             next_scan_ns: f64::INFINITY,
-        }
+        };
+        run.place_at_start();
+        run
     }
 
     pub fn node_of(&self, t: usize) -> usize {

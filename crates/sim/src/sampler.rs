@@ -1,20 +1,42 @@
-//! Address sampling (IBS/PEBS-like): one sample every `period` memory accesses of a thread,
-//! drawn from the same distribution that drives the thread's memory traffic — read or write
-//! by the phase's write share, then a piece by its weight, then a page uniformly in the piece
-//! and a cache line uniformly in the page. Each sample costs the sampled thread
-//! `costs.sample_us`. A sample carries the latency a load-latency sampler would report: the
-//! thread's mean loaded latency, plus, where a saturated resource cut the thread's rate, that
-//! wait spread over its accesses (the simulator keeps one latency per thread, not per access).
-//! At most `max_samples_per_cycle` samples are kept per cycle; the rest are
-//! counted as dropped and the snapshot's `sampling_period` grows to say what one kept sample
-//! stands for.
+//! Address sampling as the hardware delivers it: IBS op / SPE (every op), PEBS load latency
+//! (slow loads), last-level-miss sampling.
+//!
+//! Problem: a policy's view of a program is its samples, and real samplers differ in what they
+//! count. AMD IBS op (and Arm SPE without filters) tags one op every `period` ops: most of the
+//! memory ops it catches hit a cache, and only the data source says which went to DRAM (the PTB
+//! thesis' profiler filled its 15,000-slot table every cycle this way). Intel PEBS load latency
+//! samples one of every `period` loads slower than a threshold (in practice the loads that miss
+//! the caches) and reports their latency; it never sees a store. A sampler tuned to last-level
+//! misses sees loads and stores that go to memory. What a policy can conclude differs by orders
+//! of magnitude in density.
+//!
+//! Approach: per thread and step, the counts follow from what the thread did in the step: ops
+//! (= instructions), memory ops (`mops` per instruction, cache hits included), memory
+//! accesses (`m` per instruction, the model's last-level misses) and their read/write split.
+//! The number of samples is `events / period`, carried over fractionally between steps so no
+//! sample is lost to rounding (counts are drawn in aggregate, never one trial per event). Each
+//! sample then draws where it went from the same distribution that drives the thread's memory
+//! traffic (a piece by weight, a page uniformly in it, a line in the page): for op sampling a
+//! memory op is a DRAM access with probability `m / mops`, else a cache hit on the same
+//! distribution (spatial locality: a hit falls on a page the thread is working on). A sample
+//! carries the perf data-source word a real sampler would ([`ptb_profile::datasrc`]: cache,
+//! local or remote DRAM) and, for DRAM accesses, the latency a load-latency sampler would report:
+//! the thread's mean loaded latency, plus, where a saturated resource cut the thread's rate, that
+//! wait spread over its accesses (one latency per thread, not per access).
+//!
+//! Costs: every op sample interrupts its thread, memory op or not; each costs
+//! `costs.sample_us` of that thread's time. At most `max_samples_per_cycle` samples are kept per
+//! cycle; the rest are counted as dropped and the snapshot's `sampling_period` grows to say what
+//! one kept sample stands for. Samples come per thread in time order, thread after thread, as a
+//! daemon draining one ring buffer per thread delivers them.
 
 use crate::run::{Piece, Run};
 use crate::solver::{Demand, Rate};
-use ptb_profile::{Sample, SampleKind};
+use ptb_profile::datasrc::{encode, MemLevel};
+use ptb_profile::{Sample, SampleKind, SampledEvent};
 use rand::Rng;
 
-/// Pick a piece by weight (`write` selects the write weights).
+/// Pick a piece by weight (`write` selects the write weights); `x` uniform in [0, 1).
 fn pick(pieces: &[Piece], write: bool, x: f64) -> Option<&Piece> {
     let w = |p: &Piece| if write { p.w_write } else { p.w_read };
     let total: f64 = pieces.iter().map(w).sum();
@@ -41,65 +63,122 @@ pub(crate) fn stall_latency_ns(d: &Demand, r: &Rate) -> f64 {
     (d.mlp * (d.speed / r.lines_per_ns - 1.0 / (d.ips * d.m))).max(r.latency_ns)
 }
 
+/// Core clock of a machine whose model does not give one, GHz (cycle-counting samplers only).
+pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
+
+/// Per thread and step: how many samples, and what share of them are DRAM accesses / writes.
+struct Draw {
+    /// Events of the sampled kind in the step.
+    events: f64,
+    /// Share of the sampled events that are DRAM accesses (the rest hit a cache).
+    dram: f64,
+    /// Share of the sampled events that are stores.
+    writes: f64,
+    /// Sampling interrupts per sampled event (op sampling interrupts on non-memory ops too).
+    interrupts: f64,
+}
+
+/// `instr`: instructions the thread executed in the step; `cycles`: core cycles it ran.
+fn draw(event: SampledEvent, instr: f64, cycles: f64, d: &Demand, mops: f64, ws: f64) -> Draw {
+    let lines = instr * d.m;
+    match event {
+        SampledEvent::Cycles => {
+            // Each sampled cycle tags one op, a memory op with probability `mops`.
+            let mops = mops.max(d.m);
+            Draw {
+                events: cycles * mops,
+                dram: if mops > 0.0 { d.m / mops } else { 0.0 },
+                writes: ws,
+                interrupts: if mops > 0.0 { 1.0 / mops } else { 0.0 },
+            }
+        }
+        SampledEvent::Ops => {
+            let mem = instr * mops.max(d.m);
+            Draw {
+                events: mem,
+                dram: if mem > 0.0 { lines / mem } else { 0.0 },
+                writes: ws,
+                interrupts: if mem > 0.0 { instr / mem } else { 0.0 },
+            }
+        }
+        SampledEvent::SlowLoads => Draw { events: lines * (1.0 - ws), dram: 1.0, writes: 0.0, interrupts: 1.0 },
+        SampledEvent::Misses => Draw { events: lines, dram: 1.0, writes: ws, interrupts: 1.0 },
+    }
+}
+
 impl Run<'_> {
     /// Draw the address samples of a step `[t0, t0 + dt)`.
     #[allow(clippy::needless_range_loop)]
-    pub(crate) fn address_samples(&mut self, period: u64, t0: f64, dt: f64, overhead: &mut [f64]) {
+    pub(crate) fn address_samples(&mut self, event: SampledEvent, period: u64, t0: f64, dt: f64, overhead: &mut [f64]) {
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
         let lines_per_page = (ps / self.sim.machine.line_size.max(1)).max(1);
-        let sample_ns = self.sim.machine.costs.sample_us * 1e3;
-        let first = self.samples.len();
+        let line = ps / lines_per_page;
+        let sample_ns = self.sim.costs.sample_us * 1e3;
         let cap = self.sim.opts.max_samples_per_cycle;
+        let period = period.max(1) as f64;
+        let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
         for t in 0..self.threads.len() {
             let rt = &mut self.threads[t];
-            if !rt.working || rt.stall_ns > 0.0 || rt.rate.lines_per_ns <= 0.0 {
+            let run_ns = (dt - rt.stall_ns.min(dt)).min(if rt.rate.instr_per_ns > 0.0 {
+                rt.remaining / rt.rate.instr_per_ns
+            } else {
+                0.0
+            });
+            if !rt.working || rt.parked || run_ns <= 0.0 || rt.rate.instr_per_ns <= 0.0 {
                 continue;
             }
-            let x = rt.rate.lines_per_ns * dt / period as f64 + rt.sample_carry;
+            let th = &l.threads[t];
+            let app = &l.apps[th.app];
+            let ph = &app.phases[app.sequence[self.apps[th.app].cur]];
+            let dr = draw(event, rt.rate.instr_per_ns * run_ns, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
+            let x = dr.events / period + rt.sample_carry;
             let k = x.floor();
             rt.sample_carry = x - k;
             let k = k as u64;
+            // Every sampled event interrupts, kept or dropped; op sampling also on non-memory ops.
+            let cost = dr.events / period * dr.interrupts * sample_ns;
+            overhead[t] += cost;
+            self.acc.sample_overhead_ns += cost;
             let room = cap.saturating_sub(self.samples.len()) as u64;
             let take = k.min(room);
             self.samples_dropped_cycle += k - take;
             if take == 0 {
                 continue;
             }
-            let th = &l.threads[t];
-            let app = &l.apps[th.app];
-            let ws = app.phases[app.sequence[self.apps[th.app].cur]].write_share;
             let cpu = self.sim.cpus[rt.cpu_pos];
-            let latency_ns = Some(stall_latency_ns(&rt.demand, &rt.rate) as f32);
-            for _ in 0..take {
-                let write = self.rng.random::<f64>() < ws;
-                let Some(p) = pick(&rt.pieces, write, self.rng.random::<f64>())
-                    .or_else(|| pick(&rt.pieces, !write, self.rng.random::<f64>()))
+            let latency = Some(stall_latency_ns(&rt.demand, &rt.rate) as f32);
+            let step = run_ns / take as f64;
+            let t0 = t0 + (dt - run_ns);
+            for i in 0..take {
+                let rng = &mut self.fast_rng;
+                let dram = dr.dram >= 1.0 || rng.random::<f64>() < dr.dram;
+                let write = dr.writes > 0.0 && rng.random::<f64>() < dr.writes;
+                let Some(p) = pick(&rt.pieces, write, rng.random::<f64>()).or_else(|| pick(&rt.pieces, !write, 0.5))
                 else {
                     break;
                 };
-                let page = p.start + self.rng.random_range(0..(p.end - p.start).max(1));
+                let page = p.start + rng.random_range(0..(p.end - p.start).max(1));
                 let o = &l.objects[p.obj];
-                let addr =
-                    (o.start_vpn + page as u64) * ps + self.rng.random_range(0..lines_per_page) * (ps / lines_per_page);
-                let time_ns = (t0 + self.rng.random::<f64>() * dt) as u64;
+                let addr = (o.start_vpn + page as u64) * ps + rng.random_range(0..lines_per_page) * line;
+                // Local or remote is settled when the cycle looks up where the page lives
+                // (pages move only between cycles), from the sample's CPU.
+                let level = if dram { MemLevel::LocalDram } else { MemLevel::Cache };
+                self.acc.samples_dram += u64::from(dram);
                 self.samples.push(Sample {
                     app: th.app as u32,
                     tid: th.tid,
                     cpu,
                     addr,
                     kind: if write { SampleKind::Store } else { SampleKind::Load },
-                    time_ns,
-                    data_src: None,
-                    latency_ns,
+                    time_ns: (t0 + (i as f64 + 0.5) * step) as u64,
+                    data_src: Some(encode(level, write)),
+                    latency_ns: if dram { latency } else { None },
                     phys: None,
                 });
             }
-            overhead[t] += take as f64 * sample_ns;
             self.acc.samples += take;
-            self.acc.sample_overhead_ns += take as f64 * sample_ns;
         }
-        self.samples[first..].sort_unstable_by_key(|s| (s.time_ns, s.tid, s.addr));
     }
 }
 
@@ -120,5 +199,26 @@ mod tests {
         assert!((stall_latency_ns(&d, &cut) - (2.0 * lat + 5.0 * 25.0)).abs() < 1e-6);
         // An idle thread has only its latency.
         assert_eq!(stall_latency_ns(&d, &Rate::default()), 0.0);
+    }
+
+    #[test]
+    fn op_sampling_sees_cache_hits_and_interrupts_on_every_op() {
+        let d = Demand { l0: 90.0, coeffs: vec![], speed: 1.0, ips: 2.0, m: 0.03, mlp: 2.0 };
+        // 1e6 instructions, 350 memory ops per kilo-instruction, 30 of them DRAM accesses.
+        let x = draw(SampledEvent::Ops, 1e6, 0.0, &d, 0.35, 0.25);
+        assert!((x.events - 350_000.0).abs() < 1e-6);
+        assert!((x.dram - 30.0 / 350.0).abs() < 1e-9);
+        assert!((x.events * x.interrupts - 1e6).abs() < 1e-3, "one interrupt per sampled op");
+        // PEBS load latency: only the DRAM reads.
+        let y = draw(SampledEvent::SlowLoads, 1e6, 0.0, &d, 0.35, 0.25);
+        assert!((y.events - 30_000.0 * 0.75).abs() < 1e-6);
+        assert_eq!((y.dram, y.writes), (1.0, 0.0));
+        // Miss sampling: every DRAM access.
+        let z = draw(SampledEvent::Misses, 1e6, 0.0, &d, 0.35, 0.25);
+        assert!((z.events - 30_000.0).abs() < 1e-6);
+        // IBS in cycle mode: 2e6 cycles, one op per sampled cycle.
+        let c = draw(SampledEvent::Cycles, 1e6, 2e6, &d, 0.35, 0.25);
+        assert!((c.events * c.interrupts - 2e6).abs() < 1e-3, "one interrupt per sampled cycle");
+        assert!((c.events * c.dram - 2e6 * 0.03).abs() < 1e-6, "DRAM ops in the op mix");
     }
 }

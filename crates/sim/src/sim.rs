@@ -39,6 +39,12 @@ pub struct SimOptions {
     /// A run that has not finished after this many simulated seconds is an error.
     pub max_sim_s: f64,
     pub model: ModelParams,
+    /// Cross-node migrations per second of each thread no policy pinned, under the simulated
+    /// Linux scheduler ([`crate::sched`]); 0: unpinned threads never move on their own.
+    pub linux_migrations_per_s: f64,
+    /// Perturb the simulator's hidden constants with this seed ([`crate::perturb`]): the world
+    /// then differs from what the machine file (all a policy sees) says by up to +-30%.
+    pub perturb: Option<u64>,
 }
 
 impl Default for SimOptions {
@@ -53,6 +59,8 @@ impl Default for SimOptions {
             max_samples_per_cycle: 1_000_000,
             max_sim_s: 3600.0,
             model: ModelParams::default(),
+            linux_migrations_per_s: crate::sched::DEFAULT_MIGRATIONS_PER_S,
+            perturb: None,
         }
     }
 }
@@ -94,6 +102,14 @@ pub struct Simulation {
     pub(crate) cpu_group: Vec<usize>,
     /// Allowed nodes with memory (dense).
     pub(crate) mem_nodes: Vec<usize>,
+    /// Allowed nodes with CPUs (dense, ascending), and the CPU positions of every node.
+    pub(crate) cpu_nodes: Vec<usize>,
+    pub(crate) node_cpu_pos: Vec<Vec<usize>>,
+    /// CPU positions of the allowed nodes, ascending.
+    pub(crate) allowed_cpu_pos: Vec<usize>,
+    /// What migrations and samples really cost in this world (the machine's costs, perturbed
+    /// with `--perturb`); policies see the machine's own.
+    pub(crate) costs: ptb_topology::MigrationCosts,
     reference: Mutex<Option<RunResult>>,
 }
 
@@ -113,7 +129,17 @@ impl Simulation {
         if opts.threads == Some(0) || opts.threads.is_some_and(|t| t > crate::workload::MAX_THREADS as usize) {
             return Err(SimError::Options(format!("--threads must be 1..={}", crate::workload::MAX_THREADS)));
         }
-        let sm = SimMachine::new(&machine, &opts.model)?;
+        if !(opts.linux_migrations_per_s.is_finite() && opts.linux_migrations_per_s >= 0.0) {
+            return Err(SimError::Options(format!(
+                "Linux migration rate {} per second must be a number >= 0",
+                opts.linux_migrations_per_s
+            )));
+        }
+        let mut sm = SimMachine::new(&machine, &opts.model)?;
+        let mut costs = machine.costs.clone();
+        if let Some(seed) = opts.perturb {
+            crate::perturb::apply(seed, &mut sm, &mut costs);
+        }
         let allowed: NodeSet = match &opts.nodes {
             None => machine.all_nodes(),
             Some(ids) => {
@@ -144,6 +170,13 @@ impl Simulation {
         let cpu_node = cpus.iter().map(|c| machine.node_of_cpu(*c).map_or(0, |n| n.ix())).collect::<Vec<_>>();
         let cpu_group = cpus.iter().map(|c| machine.group_of_cpu(*c).map_or(0, |g| g.ix())).collect::<Vec<_>>();
         let per_cpu = cpu_node.iter().filter(|&&n| allowed.contains_idx(NodeIdx::from_ix(n))).count();
+        let allowed_cpu_pos: Vec<usize> =
+            (0..cpus.len()).filter(|&p| allowed.contains_idx(NodeIdx::from_ix(cpu_node[p]))).collect();
+        let mut node_cpu_pos = vec![Vec::new(); machine.n_nodes()];
+        for &p in &allowed_cpu_pos {
+            node_cpu_pos[cpu_node[p]].push(p);
+        }
+        let cpu_nodes: Vec<usize> = (0..machine.n_nodes()).filter(|&n| !node_cpu_pos[n].is_empty()).collect();
         let layout = Layout::build(&workloads, per_cpu, opts.threads, opts.duration_scale, machine.page_size)?;
         Ok(Simulation {
             machine,
@@ -156,6 +189,10 @@ impl Simulation {
             cpu_node,
             cpu_group,
             mem_nodes,
+            cpu_nodes,
+            node_cpu_pos,
+            allowed_cpu_pos,
+            costs,
             reference: Mutex::new(None),
         })
     }
@@ -180,6 +217,17 @@ impl Simulation {
     /// Dense indices of the nodes the run may use.
     pub fn allowed(&self) -> &NodeSet {
         &self.allowed
+    }
+
+    /// The machine as this world really is: resources, capacities, latencies (perturbed with
+    /// `--perturb`). Only the oracle (full knowledge) reads it; policies see [`Self::machine`].
+    pub fn sim_machine(&self) -> &SimMachine {
+        &self.sm
+    }
+
+    /// What migrations and samples really cost in this world.
+    pub fn costs(&self) -> &ptb_topology::MigrationCosts {
+        &self.costs
     }
 
     /// How the machine model was turned into resources (fallbacks used).
@@ -309,6 +357,7 @@ impl Simulation {
             cycle: Duration::ZERO,
             threads: &threads,
             samples: &[],
+            sampling: ptb_policy::SamplingMode::None,
             sampling_period: 0,
             pages: &pages,
             regions: &[],

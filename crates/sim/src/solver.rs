@@ -13,6 +13,81 @@
 
 use crate::model::ModelParams;
 
+/// Capacity (GB/s), queueing service time (ns) and delay-curve steepness of every resource.
+#[derive(Clone, Debug, Default)]
+pub struct Resources {
+    pub capacity: Vec<f64>,
+    pub service: Vec<f64>,
+    pub steep: Vec<f64>,
+}
+
+impl Resources {
+    pub fn of(sm: &crate::machine::SimMachine) -> Resources {
+        Resources {
+            capacity: sm.resources.iter().map(|r| r.capacity).collect(),
+            service: sm.resources.iter().map(|r| r.service_ns).collect(),
+            steep: sm.resources.iter().map(|r| r.steepness).collect(),
+        }
+    }
+}
+
+/// The demands of a solve laid out flat (one pass over contiguous arrays per iteration).
+struct Flat {
+    start: Vec<usize>,
+    r: Vec<u32>,
+    /// Crossing share of each (class, resource).
+    c: Vec<f64>,
+    /// Bytes each line of the class puts on the resource: share x line size x threads in class.
+    load: Vec<f64>,
+    l0: Vec<f64>,
+    speed: Vec<f64>,
+    ips: Vec<f64>,
+    m: Vec<f64>,
+    mlp: Vec<f64>,
+}
+
+impl Flat {
+    fn new(demands: &[Demand], mult: &[f64], line: f64) -> Flat {
+        let n: usize = demands.iter().map(|d| d.coeffs.len()).sum();
+        let mut f = Flat {
+            start: Vec::with_capacity(demands.len() + 1),
+            r: Vec::with_capacity(n),
+            c: Vec::with_capacity(n),
+            load: Vec::with_capacity(n),
+            l0: Vec::with_capacity(demands.len()),
+            speed: Vec::with_capacity(demands.len()),
+            ips: Vec::with_capacity(demands.len()),
+            m: Vec::with_capacity(demands.len()),
+            mlp: Vec::with_capacity(demands.len()),
+        };
+        for (d, k) in demands.iter().zip(mult) {
+            f.start.push(f.r.len());
+            for &(r, c) in &d.coeffs {
+                f.r.push(r);
+                f.c.push(c);
+                f.load.push(c * line * k);
+            }
+            f.l0.push(d.l0);
+            f.speed.push(d.speed);
+            f.ips.push(d.ips);
+            f.m.push(d.m);
+            f.mlp.push(d.mlp.max(1e-6));
+        }
+        f.start.push(f.r.len());
+        f
+    }
+}
+
+/// A hash of every field of a demand (equal demands, equal fingerprints).
+fn fingerprint(d: &Demand) -> u64 {
+    let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    let mut h = [d.l0, d.speed, d.ips, d.m, d.mlp].iter().fold(0, |h, x| mix(h, x.to_bits()));
+    for &(r, c) in &d.coeffs {
+        h = mix(mix(h, u64::from(r)), c.to_bits());
+    }
+    h
+}
+
 /// The demand profile of one thread for a step.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Demand {
@@ -66,27 +141,65 @@ impl Solver {
         }
     }
 
-    /// Solve one step. `capacity[R]` and `service[R]` per resource (GB/s = bytes/ns, ns);
+    /// Solve one step. `capacity[R]`, `service[R]` and `steep[R]` per resource (GB/s =
+    /// bytes/ns, ns, the delay curve's exponent);
     /// `background[R]` is load (bytes/ns) that is not a thread's (page copies); `line` the
     /// cache-line size. Returns the rate of every thread; `self.u` holds the utilisations.
     pub fn solve(
         &mut self,
         demands: &[Demand],
-        capacity: &[f64],
-        service: &[f64],
+        res: &Resources,
         background: &[f64],
         line: f64,
         p: &ModelParams,
     ) -> Vec<Rate> {
+        // Threads with identical demand profiles (same CPU group and node shares, same phase)
+        // are solved once, weighted by how many there are.
+        let fp: Vec<u64> = demands.iter().map(fingerprint).collect();
+        let mut order: Vec<usize> = (0..demands.len()).collect();
+        order.sort_unstable_by_key(|&i| (fp[i], i));
+        let mut uniq: Vec<Demand> = Vec::new();
+        let mut mult: Vec<f64> = Vec::new();
+        let mut class_of = vec![0usize; demands.len()];
+        let mut last: Option<usize> = None;
+        for &i in &order {
+            match last {
+                Some(j) if fp[j] == fp[i] && demands[j] == demands[i] => {
+                    class_of[i] = class_of[j];
+                }
+                _ => {
+                    uniq.push(demands[i].clone());
+                    mult.push(0.0);
+                    class_of[i] = uniq.len() - 1;
+                    last = Some(i);
+                }
+            }
+            mult[class_of[i]] += 1.0;
+        }
+        let rates = self.solve_classes(&uniq, &mult, res, background, line, p);
+        class_of.iter().map(|&c| rates[c]).collect()
+    }
+
+    fn solve_classes(
+        &mut self,
+        demands: &[Demand],
+        mult: &[f64],
+        res: &Resources,
+        background: &[f64],
+        line: f64,
+        p: &ModelParams,
+    ) -> Vec<Rate> {
+        let capacity = &res.capacity;
         let nr = capacity.len();
         let mut rates = vec![Rate::default(); demands.len()];
         for s in self.step.iter_mut() {
             *s = s.max(0.05);
         }
+        let flat = Flat::new(demands, mult, line);
         let mut iters = 0;
         for it in 0..p.max_iterations {
             iters = it + 1;
-            self.compute(demands, capacity, service, background, line, p, &mut rates);
+            self.compute(&flat, res, background, p, &mut rates);
             let mut worst: f64 = 0.0;
             for r in 0..nr {
                 let target = (self.demand[r] / capacity[r]).min(p.u_max);
@@ -112,7 +225,7 @@ impl Solver {
             }
         }
         self.last_iterations = iters;
-        self.compute(demands, capacity, service, background, line, p, &mut rates);
+        self.compute(&flat, res, background, p, &mut rates);
         // Projection: never more than capacity through any resource.
         let over: Vec<f64> = (0..nr)
             .map(|r| {
@@ -132,9 +245,9 @@ impl Solver {
                 rate.lines_per_ns *= f;
             }
             self.demand.copy_from_slice(background);
-            for (d, rate) in demands.iter().zip(&rates) {
+            for ((d, rate), k) in demands.iter().zip(&rates).zip(mult) {
                 for &(r, c) in &d.coeffs {
-                    self.demand[r as usize] += rate.lines_per_ns * c * line;
+                    self.demand[r as usize] += k * rate.lines_per_ns * c * line;
                 }
             }
         }
@@ -144,34 +257,31 @@ impl Solver {
         rates
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn compute(
-        &mut self,
-        demands: &[Demand],
-        capacity: &[f64],
-        service: &[f64],
-        background: &[f64],
-        line: f64,
-        p: &ModelParams,
-        rates: &mut [Rate],
-    ) {
-        for r in 0..capacity.len() {
+    fn compute(&mut self, f: &Flat, res: &Resources, background: &[f64], p: &ModelParams, rates: &mut [Rate]) {
+        for r in 0..res.capacity.len() {
             let u = self.u[r].min(p.u_max);
-            self.q[r] = service[r] * u / (1.0 - u);
+            let x = u / (1.0 - u);
+            let k = res.steep[r];
+            self.q[r] = res.service[r] * if k == 1.0 { x } else { x.powf(k) };
         }
         self.demand.copy_from_slice(background);
-        for (d, rate) in demands.iter().zip(rates.iter_mut()) {
-            if d.speed <= 0.0 || d.ips <= 0.0 {
+        for (i, rate) in rates.iter_mut().enumerate() {
+            let (a, b) = (f.start[i], f.start[i + 1]);
+            if f.speed[i] <= 0.0 || f.ips[i] <= 0.0 {
                 *rate = Rate::default();
                 continue;
             }
-            let lat = d.l0 + d.coeffs.iter().map(|&(r, c)| c * self.q[r as usize]).sum::<f64>();
-            let cpi = 1.0 / d.ips + if d.m > 0.0 { d.m * lat / d.mlp.max(1e-6) } else { 0.0 };
-            let instr = d.speed / cpi;
-            let lines = instr * d.m;
+            let mut lat = f.l0[i];
+            for k in a..b {
+                lat += f.c[k] * self.q[f.r[k] as usize];
+            }
+            let m = f.m[i];
+            let cpi = 1.0 / f.ips[i] + if m > 0.0 { m * lat / f.mlp[i] } else { 0.0 };
+            let instr = f.speed[i] / cpi;
+            let lines = instr * m;
             *rate = Rate { instr_per_ns: instr, lines_per_ns: lines, latency_ns: lat };
-            for &(r, c) in &d.coeffs {
-                self.demand[r as usize] += lines * c * line;
+            for k in a..b {
+                self.demand[f.r[k] as usize] += lines * f.load[k];
             }
         }
     }
@@ -186,6 +296,10 @@ impl Solver {
 mod tests {
     use super::*;
 
+    fn res1() -> Resources {
+        Resources { capacity: vec![10.0], service: vec![8.0], steep: vec![1.0] }
+    }
+
     fn thread(res: u32, mlp: f64) -> Demand {
         Demand { l0: 100.0, coeffs: vec![(res, 1.0)], speed: 1.0, ips: 2.0, m: 0.05, mlp }
     }
@@ -194,12 +308,12 @@ mod tests {
     fn one_thread_is_latency_bound_and_many_saturate_without_exceeding_capacity() {
         let p = ModelParams::default();
         let mut s = Solver::new(1);
-        let r = s.solve(&[thread(0, 2.0)], &[10.0], &[8.0], &[0.0], 64.0, &p);
+        let r = s.solve(&[thread(0, 2.0)], &res1(), &[0.0], 64.0, &p);
         // 2 outstanding lines / ~100 ns = 0.02 lines/ns = 1.28 GB/s, far below 10 GB/s.
         let bw = r[0].lines_per_ns * 64.0;
         assert!(bw > 1.0 && bw < 1.3, "{bw}");
         let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
-        let r = s.solve(&many, &[10.0], &[8.0], &[0.0], 64.0, &p);
+        let r = s.solve(&many, &res1(), &[0.0], 64.0, &p);
         let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
         assert!(total <= 10.0 + 1e-9 && total > 9.0, "{total}");
         assert!(s.u[0] <= 1.0);
@@ -213,7 +327,7 @@ mod tests {
         let mut s = Solver::new(1);
         let mut d = thread(0, 2.0);
         d.m = 0.0;
-        let r = s.solve(&[d], &[10.0], &[8.0], &[0.0], 64.0, &p);
+        let r = s.solve(&[d], &res1(), &[0.0], 64.0, &p);
         assert!((r[0].instr_per_ns - 2.0).abs() < 1e-9);
     }
 
@@ -222,7 +336,7 @@ mod tests {
         let p = ModelParams::default();
         let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
         let mut s = Solver::new(1);
-        let r = s.solve(&many, &[10.0], &[8.0], &[4.0], 64.0, &p);
+        let r = s.solve(&many, &res1(), &[4.0], 64.0, &p);
         let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
         assert!(total <= 6.0 + 1e-9, "{total}");
     }

@@ -48,6 +48,7 @@ impl Simulation {
                 cycle: Duration::ZERO,
                 threads: &states,
                 samples: &[],
+                sampling: ptb_policy::SamplingMode::None,
                 sampling_period: 0,
                 pages: &pages,
                 regions: &[],

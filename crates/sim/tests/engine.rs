@@ -66,7 +66,7 @@ fn without_decision_time(r: &ptb_sim::RunResult) -> String {
 fn same_seed_same_result_and_sampling_depends_on_the_seed() {
     let run = |seed| {
         let s = sim(SHARED, SimOptions { seed, ..Default::default() });
-        s.run_with(follow(SamplingMode::Address { period: 2048 })).unwrap()
+        s.run_with(follow(SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: 2048 })).unwrap()
     };
     let (a, b, c) = (run(1), run(1), run(2));
     assert_eq!(without_decision_time(&a), without_decision_time(&b));
@@ -76,8 +76,10 @@ fn same_seed_same_result_and_sampling_depends_on_the_seed() {
 
 #[test]
 fn page_migrations_are_charged() {
-    let s = sim(SHARED, SimOptions::default());
-    let r = s.run_with(follow(SamplingMode::Address { period: 2048 })).unwrap();
+    // Threads stay where they start, so pages that follow them stay local.
+    let s = sim(SHARED, SimOptions { linux_migrations_per_s: 0.0, ..Default::default() });
+    let r =
+        s.run_with(follow(SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: 2048 })).unwrap();
     assert!(r.pages_migrated > 100, "{}", r.pages_migrated);
     let c = &s.machine().costs;
     let per_page_s = (c.page_us * 1e-6).max(4096.0 / (c.copy_gbps * 1e9));

@@ -186,6 +186,10 @@ pub struct Machine {
     pub bandwidth: Option<BandwidthGraph>,
     #[serde(default)]
     pub costs: MigrationCosts,
+    /// Core clock in GHz (nominal), when known: turns a sampler's cycle counts (IBS op's period,
+    /// load latencies) into time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_ghz: Option<f64>,
     /// Free-form notes: where each number comes from.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -216,6 +220,7 @@ impl Machine {
             controller_gbps: None,
             bandwidth: None,
             costs: MigrationCosts::default(),
+            clock_ghz: None,
             notes: vec![],
         }
     }

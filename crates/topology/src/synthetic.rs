@@ -216,6 +216,7 @@ impl SyntheticSpec {
                 latency: Some(Matrix::new("ns", MatrixSource::Derived, lat)),
             }),
             costs: MigrationCosts::default(),
+            clock_ghz: None,
             notes: vec!["synthetic machine: every number is made up for tests".into()],
         }
     }

@@ -21,6 +21,11 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
     if m.name.trim().is_empty() {
         return bad("name".into(), "a machine needs a name".into());
     }
+    if let Some(g) = m.clock_ghz {
+        if !(g.is_finite() && (0.1..=10.0).contains(&g)) {
+            return bad("clock_ghz".into(), format!("{g} is not a core clock in GHz (0.1 to 10)"));
+        }
+    }
     if m.page_size == 0 || !m.page_size.is_power_of_two() {
         return bad("page_size".into(), format!("{} is not a power of two", m.page_size));
     }

@@ -48,9 +48,8 @@ pub struct Args {
     /// placements, in milliseconds after the start (ptb's first decision is at 25).
     #[arg(long, default_value_t = 25, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     oracle_delay_ms: u64,
-    /// Multiply every phase's work (shorter or longer runs).
-    #[arg(long, default_value_t = 1.0)]
-    duration_scale: f64,
+    #[command(flatten)]
+    world: crate::world::WorldArgs,
     /// Threads per application (default: each workload's own, usually one per CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -138,8 +137,8 @@ struct Job {
 }
 
 fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
-    let opts =
-        SimOptions { seed: job.seed, threads: a.threads, duration_scale: a.duration_scale, ..SimOptions::default() };
+    let mut opts = SimOptions { seed: job.seed, threads: a.threads, ..SimOptions::default() };
+    a.world.apply(&mut opts);
     let sim = Simulation::new(a.machine.clone(), job.workloads.clone(), opts)
         .with_context(|| format!("setting up workload `{}`", job.mix))?;
     let mut out = Vec::new();
@@ -195,7 +194,7 @@ struct Setup {
     policies: Vec<PolicySpec>,
     params: Params,
     threads: Option<usize>,
-    duration_scale: f64,
+    world: crate::world::WorldArgs,
     oracle: bool,
     oracle_delay: std::time::Duration,
 }
@@ -246,7 +245,7 @@ pub fn run(args: Args) -> Result<()> {
         policies: policies.clone(),
         params,
         threads: args.threads,
-        duration_scale: args.duration_scale,
+        world: args.world.clone(),
         oracle: !args.no_oracle,
         oracle_delay: std::time::Duration::from_millis(args.oracle_delay_ms),
     };
@@ -296,6 +295,8 @@ pub fn run(args: Args) -> Result<()> {
     doc.summary = Some(summary.clone());
     doc.extra.insert("seeds".into(), json!(seeds));
     doc.extra.insert("workloads".into(), json!(mixes));
+    doc.extra.insert("world".into(), serde_json::to_value(args.world.describe())?);
+    doc.extra.insert("world_note".into(), json!(args.world.line()));
     doc.extra.insert("policies".into(), json!(policies.iter().map(|p| p.to_string()).collect::<Vec<_>>()));
     if setup.oracle {
         doc.extra.insert("oracle_note".into(), json!(report::model::ORACLE_NOTE));
@@ -311,6 +312,7 @@ pub fn run(args: Args) -> Result<()> {
             if seeds.len() == 1 { "seed" } else { "seeds" },
             crate::common::join(&seeds)
         );
+        println!("{}", args.world.line());
         println!("{}", report::table::terminal(&summary));
         for n in &summary.notes {
             println!("  {n}");

@@ -30,9 +30,8 @@ pub struct Args {
     /// Restrict the run to these nodes (kernel ids, numactl list such as `0,3,5`).
     #[arg(long, value_name = "LIST")]
     nodes: Option<String>,
-    /// Multiply every phase's work (shorter or longer runs).
-    #[arg(long, default_value_t = 1.0)]
-    duration_scale: f64,
+    #[command(flatten)]
+    world: crate::world::WorldArgs,
     /// Charge the measured policy decision time to the run (results then vary run to run).
     #[arg(long)]
     charge_decision: bool,
@@ -76,6 +75,7 @@ struct Output<'a> {
     /// The first seed (kept for readers of one-seed documents); every result has its own.
     seed: u64,
     seeds: &'a [u64],
+    world: crate::world::World,
     results: &'a [RunResult],
 }
 
@@ -99,14 +99,14 @@ pub fn run(args: Args) -> Result<()> {
     for mix in args.workload.split(',').filter(|s| !s.trim().is_empty()) {
         let workloads = ptb_sim::resolve_mix(mix)?;
         for &seed in &seeds {
-            let opts = SimOptions {
+            let mut opts = SimOptions {
                 seed,
                 threads: args.threads,
                 nodes: nodes.clone(),
-                duration_scale: args.duration_scale,
                 charge_decision: args.charge_decision,
                 ..SimOptions::default()
             };
+            args.world.apply(&mut opts);
             let sim = Simulation::new(machine.clone(), workloads.clone(), opts)
                 .with_context(|| format!("setting up workload `{mix}`"))?;
             for p in &policies {
@@ -116,7 +116,14 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if args.json {
-        let out = Output { simulated: true, machine: &machine.name, seed: seeds[0], seeds: &seeds, results: &results };
+        let out = Output {
+            simulated: true,
+            machine: &machine.name,
+            seed: seeds[0],
+            seeds: &seeds,
+            world: args.world.describe(),
+            results: &results,
+        };
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -127,6 +134,7 @@ pub fn run(args: Args) -> Result<()> {
         if several { "seeds" } else { "seed" },
         crate::common::join(&seeds)
     );
+    println!("{}", args.world.line());
     let mut t = Table::new();
     let mut header = vec!["workload"];
     if several {

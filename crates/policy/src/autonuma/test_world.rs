@@ -114,6 +114,10 @@ impl World {
             cycle: self.cycle,
             threads: &self.threads,
             samples: &self.samples,
+            sampling: crate::SamplingMode::HintFaults {
+                scan_bytes: 256 << 20,
+                scan_period: std::time::Duration::from_secs(1),
+            },
             sampling_period: self.period,
             pages: &self.pages,
             regions: &self.regions,

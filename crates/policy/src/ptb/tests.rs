@@ -4,6 +4,7 @@ use super::chunks::ChunkState;
 use super::*;
 use crate::plan::validate_plan;
 use crate::snapshot::{PageLocations, Region, ThreadState};
+use crate::SampledEvent;
 use ptb_profile::{PageKey, Sample, SampleKind};
 use ptb_topology::{synthetic::synthetic, CpuId, Machine, NodeSet};
 
@@ -59,6 +60,7 @@ fn snap<'a>(w: &'a World, samples: &'a [Sample], period: u64) -> Snapshot<'a> {
         cycle: Duration::from_secs(1),
         threads: &w.threads,
         samples,
+        sampling: crate::SamplingMode::Address { event: crate::SampledEvent::Misses, period },
         sampling_period: period,
         pages: &w.pages,
         regions: &w.regions,
@@ -199,7 +201,9 @@ fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
     let pa = run_cycles(&mut a, &w, &s, 8192, 8);
     let pb = run_cycles(&mut b, &w, &s, 8192, 8);
     assert_eq!(pa, pb);
-    assert!(pa.iter().any(|p| p.sampling.is_some_and(|r| r.mode == SamplingMode::Address { period: 8192 * 4 })));
+    assert!(pa.iter().any(|p| p
+        .sampling
+        .is_some_and(|r| r.mode == SamplingMode::Address { event: SampledEvent::Misses, period: 8192 * 4 })));
 }
 
 #[test]
@@ -209,7 +213,11 @@ fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
     let p = PtbParams { start_cycles: 3, ..PtbParams::default() };
     let mut ptb = Ptb::new(p.clone());
     assert_eq!(ptb.sampling().cycle, p.start_cycle);
-    assert_eq!(ptb.sampling().mode, SamplingMode::Address { period: p.start_period }, "denser samples at start");
+    assert_eq!(
+        ptb.sampling().mode,
+        SamplingMode::Address { event: SampledEvent::Misses, period: p.start_period },
+        "denser samples at start"
+    );
     let plans = run_cycles(&mut ptb, &w, &s, 8192, 4);
     // The request changes once, after the third cycle, to the normal cycle.
     let changes: Vec<(usize, Duration)> =
@@ -217,7 +225,7 @@ fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
     assert_eq!(changes.first(), Some(&(2, p.cycle)), "{changes:?}");
     assert_eq!(ptb.sampling().cycle, p.cycle);
     // Back to the normal period (or the quiet one: these slices were home after the start).
-    assert!(matches!(ptb.sampling().mode, SamplingMode::Address { period } if period >= p.period));
+    assert!(matches!(ptb.sampling().mode, SamplingMode::Address { period, .. } if period >= p.period));
     let mut plain = Ptb::new(PtbParams { start_cycles: 0, ..p });
     assert_eq!(plain.sampling().cycle, Duration::from_millis(100));
     assert!(run_cycles(&mut plain, &w, &s, 8192, 2).iter().all(|x| x.sampling.is_none()));
@@ -464,11 +472,17 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
     for _ in 0..6 {
         assert!(ptb.decide(&snap(&w, &light, 8192)).stats.contains_key("gated_compute_bound"));
     }
-    assert_eq!(ptb.sampling(), SamplingRequest { mode: SamplingMode::Address { period: p.period }, cycle: p.cycle });
+    assert_eq!(
+        ptb.sampling(),
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Misses, period: p.period },
+            cycle: p.cycle
+        }
+    );
     // The memory-bound phase begins: quick cycles with denser sampling for start_cycles.
     let plan = ptb.decide(&snap(&w, &heavy, 8192));
     assert_eq!(plan.sampling.map(|r| r.cycle), Some(p.start_cycle));
-    assert_eq!(ptb.sampling().mode, SamplingMode::Address { period: p.start_period });
+    assert_eq!(ptb.sampling().mode, SamplingMode::Address { event: SampledEvent::Misses, period: p.start_period });
     ptb.decide(&snap(&w, &heavy, 8192));
     assert_eq!(ptb.sampling().cycle, p.start_cycle);
     ptb.decide(&snap(&w, &heavy, 8192));

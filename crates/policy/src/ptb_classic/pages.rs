@@ -4,8 +4,14 @@
 //! Choices where the spec is open:
 //! - Demand `b_n[p] = (sum over threads on n of A_t[p]) * ls / tau`, in GB/s like the Bandwidth
 //!   Graph. Threads count on the node the thread phase just chose. `tau` is the snapshot's cycle
-//!   length. The published formula does not multiply by the sampling period (it is a relative
-//!   measure); `scale_by_period = true` multiplies by it to estimate real traffic.
+//!   length. The formula as printed does not say what one sample stands for (the thesis calls
+//!   it a relative measure against the budgets). We multiply by the sampling period
+//!   (`scale_by_period = true`, the default): a sample then stands for `period` sampler events,
+//!   which puts `b` on the budgets' scale. Without the factor, with IBS op sampling every 131072
+//!   cycles, the ~25 samples a slot gathers per cycle make 1.6 KB/s against budgets of GB/s: the
+//!   budgets are never used up, C2 keeps every page where it is, and PTB moves nothing, unlike
+//!   the thesis' PTB, which spread canneal's pages (1.84x, near interleave's ~2x) and moved many
+//!   pages per cycle on the programs it slowed down.
 //! - Budgets: `B_n[n'] = BG(n', n)`, the node-level optimistic Bandwidth Graph from the CPUs of
 //!   n' to memory on n ("threads on n' reading memory on n"). A machine without a Bandwidth Graph
 //!   gets `10 / SLIT(n', n)` (relative, local = 1) or 1 everywhere when distances are unknown too.

@@ -3,6 +3,7 @@
 use super::*;
 use crate::plan::validate_plan;
 use crate::snapshot::{PageLocations, ThreadState};
+use crate::SampledEvent;
 use proptest::prelude::*;
 use ptb_profile::{PageKey, Sample, SampleKind};
 use ptb_topology::synthetic::synthetic;
@@ -71,7 +72,8 @@ impl Fixture {
             cycle: Duration::from_secs(1),
             threads: &self.threads,
             samples: &self.samples,
-            sampling_period: 4096,
+            sampling: crate::SamplingMode::Address { event: crate::SampledEvent::Cycles, period: 131_072 },
+            sampling_period: 131_072,
             pages: &self.pages,
             regions: &[],
             free_bytes: &self.free,
@@ -225,12 +227,15 @@ fn unequal_and_cpuless_nodes_and_classic_collisions() {
 fn parameters_defaults_and_errors() {
     let p = policy(&[]);
     assert_eq!(p.config(), &ClassicConfig::default());
-    assert_eq!(p.sampling().mode, SamplingMode::Address { period: 4096 });
+    assert_eq!(p.sampling().mode, SamplingMode::Address { event: SampledEvent::Cycles, period: 131_072 });
     assert_eq!(p.sampling().cycle, Duration::from_secs(1));
     let p = policy(&["ptb-classic.tau=0.5", "ptb-classic.period=65536", "ptb-classic.hash_slots=20000"]);
     assert_eq!(
         p.sampling(),
-        SamplingRequest { mode: SamplingMode::Address { period: 65536 }, cycle: Duration::from_millis(500) }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Cycles, period: 65536 },
+            cycle: Duration::from_millis(500)
+        }
     );
     assert_eq!(p.config().hash_slots, 20000);
     for bad in ["ptb-classic.histogram=fancy", "ptb-classic.c2=-1", "ptb-classic.hash_slots=0", "ptb-classic.nope=1"] {

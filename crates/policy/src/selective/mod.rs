@@ -30,6 +30,7 @@ use crate::plan::{AllocPolicy, Plan, RangeAction, RangeOp, SamplingMode, Samplin
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
 use history::History;
+use ptb_profile::SampledEvent;
 use ptb_profile::{infer_regions, InferredRegion, PageKey};
 use ptb_topology::NodeIdx;
 use std::time::Duration;
@@ -155,7 +156,10 @@ impl Policy for Selective {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: self.cfg.sample_period }, cycle: self.cfg.epoch }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: self.cfg.sample_period },
+            cycle: self.cfg.epoch,
+        }
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {

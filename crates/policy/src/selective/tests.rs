@@ -1,6 +1,7 @@
 use super::*;
 use crate::autonuma::test_world::World;
 use crate::plan::{PageMove, ThreadMove, ThreadTarget};
+use crate::SampledEvent;
 use ptb_profile::SampleKind::Load;
 use std::collections::BTreeSet;
 
@@ -124,7 +125,10 @@ impl Policy for Fixed {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::Address { period: 100 }, cycle: Duration::from_millis(100) }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: 100 },
+            cycle: Duration::from_millis(100),
+        }
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
         self.0.clone()

@@ -112,6 +112,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency: lat,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.4,
         notes: vec![
             "source: published Intel Memory Latency Checker (MLC) latency and bandwidth matrices of a 4-node \
              2 x Xeon E5-2680 v4 cluster-on-die machine (verbatim; MB/s / 1000 = GB/s)"

@@ -260,6 +260,8 @@ pub(super) struct Parts {
     pub contended: Option<Matrix>,
     pub latency: Matrix,
     pub costs: MigrationCosts,
+    /// Nominal core clock, GHz (the part's base frequency).
+    pub clock_ghz: f64,
     pub notes: Vec<String>,
 }
 
@@ -290,6 +292,7 @@ impl Parts {
             controller_gbps: Some(self.controller_gbps),
             bandwidth: None,
             costs: self.costs,
+            clock_ghz: Some(self.clock_ghz),
             notes: self.notes,
         };
         let contended = match self.contended {

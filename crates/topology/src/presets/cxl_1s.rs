@@ -47,6 +47,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency: lat,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.0,
         notes: vec![
             "source: published Intel MLC measurements of a CXL memory expander seen as a CPU-less node \
              (single-socket host): latency 84.5 / 564.5 ns and bandwidth 30.6 / 4.8 GB/s are published"

@@ -122,6 +122,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts::default(),
+        clock_ghz: 2.45,
         notes: vec![
             "source: one published report on 2-socket AMD EPYC in NPS4 mode (same-package node ~1.7x local \
              latency, other package ~3.3x); the part is assumed EPYC 7763-like"

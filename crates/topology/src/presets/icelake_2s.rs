@@ -30,6 +30,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         name: NAME,
         description: DESCRIPTION,
         cpu: "Xeon Platinum 8360Y",
+        clock_ghz: 2.4,
         cores_per_socket: 36,
         mem_gib: MEM_GIB,
         mem_reason: "8 DDR4 channels x 32 GiB; not published",

@@ -13,6 +13,8 @@ pub(super) struct Mlc2s {
     pub description: &'static str,
     /// Published CPU model, for the notes.
     pub cpu: &'static str,
+    /// Base clock of the part, GHz (vendor specification).
+    pub clock_ghz: f64,
     /// Cores per socket (published model's core count; one CPU per core, SMT not modelled).
     pub cores_per_socket: u32,
     /// Assumed memory per socket, GiB, with its reason.
@@ -113,6 +115,7 @@ impl Mlc2s {
             contended: None,
             latency: lat,
             costs: MigrationCosts::default(),
+            clock_ghz: self.clock_ghz,
             notes,
         }
         .finish()

@@ -184,6 +184,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
+        clock_ghz: 2.1,
         notes: vec![
             "source: the PTB master's thesis on NUMA placement (Pages, Threads and Bandwidth), measurements of its \
              AMD Opteron 6272 machine".into(),

@@ -211,6 +211,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         contended: None,
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
+        clock_ghz: 2.1,
         notes: vec![
             "source: machine A of Lepers, Quema, Fedorova, \"Thread and Memory Placement on NUMA Systems: \
              Asymmetry Matters\", USENIX ATC 2015 (AsymSched)"

@@ -30,6 +30,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
         name: NAME,
         description: DESCRIPTION,
         cpu: "Xeon Gold 6140",
+        clock_ghz: 2.3,
         cores_per_socket: 18,
         mem_gib: MEM_GIB,
         mem_reason: "6 DDR4 channels x 16 GiB; not published",

@@ -375,6 +375,7 @@ fn time_policy(spec: PolicySpec, params: &ptb_policy::Params, w: &World, cycles:
         cycle: Duration::from_secs(1),
         threads: &w.threads,
         samples: &w.samples,
+        sampling: ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: 4096 },
         sampling_period: 4096,
         pages: &w.pages,
         regions: &[],

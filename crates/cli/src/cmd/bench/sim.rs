@@ -31,6 +31,9 @@ pub struct Args {
     /// Threads of the application.
     #[arg(long, default_value_t = 64)]
     threads: usize,
+    /// Cycle of the `follow` policy, ms.
+    #[arg(long, default_value_t = 100)]
+    cycle_ms: u64,
 }
 
 fn workload(threads: usize, pages: u64) -> Result<Workload> {
@@ -77,11 +80,11 @@ pub(super) fn vm_hwm_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn policy(name: &str, period: u64) -> Result<Box<dyn Policy>> {
+fn policy(name: &str, period: u64, cycle_ms: u64) -> Result<Box<dyn Policy>> {
     if name == "follow" {
         return Ok(Box::new(Follow {
-            mode: SamplingMode::Address { period: period.max(1) },
-            cycle: Duration::from_secs(1),
+            mode: SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: period.max(1) },
+            cycle: Duration::from_millis(cycle_ms.max(1)),
             max_moves: 4096,
         }));
     }
@@ -104,7 +107,7 @@ pub fn run(args: Args) -> Result<()> {
     let ft_wall = ft_started.elapsed().as_secs_f64();
     let cpu0 = thread_cpu_s();
     let started = Instant::now();
-    let r = sim.run_with(policy(&args.policy, args.period)?)?;
+    let r = sim.run_with(policy(&args.policy, args.period, args.cycle_ms)?)?;
     let wall = started.elapsed().as_secs_f64().max(1e-9);
     let cpu = cpu0.zip(thread_cpu_s()).map(|(a, b)| (b - a).max(1e-9));
     let decision_s = r.decision_ms / 1e3;
@@ -145,6 +148,12 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     println!("  {} samples, {} pages migrated", r.samples, r.pages_migrated);
+    println!(
+        "  simulator work: {} steps, {} contention solves, {:.1} fixed-point iterations per solve",
+        r.sim_steps,
+        r.sim_solves,
+        r.sim_solver_iterations as f64 / r.sim_solves.max(1) as f64
+    );
     let peak = vm_hwm_kib();
     match peak {
         Some(k) => println!("  peak memory (VmHWM): {:.1} MiB", k as f64 / 1024.0),

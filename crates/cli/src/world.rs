@@ -1,0 +1,82 @@
+//! The simulated world's options shared by `simulate`, `compare` and `bench sim`: run length,
+//! the Linux scheduler model and perturbed worlds, and the line every output prints about them.
+
+use ptb_sim::SimOptions;
+use serde::Serialize;
+
+/// How the simulated world behaves (see README "Simulator").
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorldArgs {
+    /// Multiply every phase's work: 1 runs the built-in programs as long as the published ones
+    /// (15 s to over a minute under the Linux default); below 1 shortens them for a quick look.
+    #[arg(long, default_value_t = 1.0)]
+    pub duration_scale: f64,
+    /// Cross-node migrations per second of each thread no policy pinned, under the simulated
+    /// Linux scheduler (calibrated on published NPB access maps); 0 keeps unpinned threads
+    /// where they start.
+    #[arg(long, value_name = "PER_S", default_value_t = ptb_sim::sched::DEFAULT_MIGRATIONS_PER_S)]
+    pub linux_migrations: f64,
+    /// Perturb the simulator's hidden constants (service times, queue steepness, idle
+    /// latencies, link capacities, migration costs) by factors within +-30% drawn from this
+    /// seed; policies still see the unperturbed machine file.
+    #[arg(long, value_name = "SEED")]
+    pub perturb: Option<u64>,
+}
+
+impl WorldArgs {
+    /// Put these options into simulator options.
+    pub fn apply(&self, o: &mut SimOptions) {
+        o.duration_scale = self.duration_scale;
+        o.linux_migrations_per_s = self.linux_migrations;
+        o.perturb = self.perturb;
+    }
+
+    /// What the world is, for JSON outputs.
+    pub fn describe(&self) -> World {
+        World {
+            duration_scale: self.duration_scale,
+            full_length: (self.duration_scale - 1.0).abs() < 1e-9,
+            linux_migrations_per_s: self.linux_migrations,
+            perturb: self.perturb,
+        }
+    }
+
+    /// One line for human outputs: run length, Linux model, perturbation.
+    pub fn line(&self) -> String {
+        let length = if (self.duration_scale - 1.0).abs() < 1e-9 {
+            "runs at the published programs' length".to_string()
+        } else if self.duration_scale < 1.0 {
+            format!(
+                "runs SHORTENED to {:.3}x of the published programs' length (--duration-scale)",
+                self.duration_scale
+            )
+        } else {
+            format!(
+                "runs lengthened to {:.3}x of the published programs' length (--duration-scale)",
+                self.duration_scale
+            )
+        };
+        let linux = if self.linux_migrations > 0.0 {
+            format!(
+                "Linux model: unpinned threads start where fork balancing puts them and change node {} times/s each (--linux-migrations)",
+                self.linux_migrations
+            )
+        } else {
+            "Linux model: unpinned threads stay where fork balancing puts them (--linux-migrations 0)".to_string()
+        };
+        let world = match self.perturb {
+            Some(s) => format!("; PERTURBED world, seed {s} (hidden constants within +-30%)"),
+            None => String::new(),
+        };
+        format!("{length}; {linux}{world}")
+    }
+}
+
+/// The world of a run, as JSON outputs carry it.
+#[derive(Serialize, Debug, Clone)]
+pub struct World {
+    pub duration_scale: f64,
+    pub full_length: bool,
+    pub linux_migrations_per_s: f64,
+    pub perturb: Option<u64>,
+}

@@ -1,0 +1,269 @@
+//! Linux's scheduler for threads that no policy pinned: where a program's threads start, and how
+//! they wander between nodes while it runs.
+//!
+//! Problem: the Linux default is not "thread k on CPU k for ever". The published access maps of
+//! NPB lu.C and ep.C (64 unpinned threads, 4-node Opteron, Linux 3.x; published-results.md) show
+//! ~26% local accesses for programs that initialise their data in parallel: over a run the
+//! scheduler's wake-up placement and load balancing move each thread across nodes often enough
+//! that where it first touched its data says little about where it runs. That is a large part of
+//! why interleaving and NUMA balancing help there, and why pinning threads is a policy's first
+//! lever.
+//!
+//! Approach, one mechanism per phase of a program's life, with one rate:
+//! - **Start** (`exec` then OpenMP team creation after a serial initialisation): each
+//!   application's first thread starts on a CPU drawn uniformly from the allowed CPUs (exec
+//!   balancing on an idle machine lands wherever the launcher ran: the published maps show the
+//!   master's data on node 0 for cg.C, node 1 for mg.C). Its other threads are created one by
+//!   one by that thread, and each goes where fork balancing (`find_idlest_group`, then
+//!   `find_idlest_group_cpu`) puts it: the node with the most idle CPUs, the creator's node
+//!   winning ties (the kernel keeps a task local unless another group is idler), then the die /
+//!   last-level-cache group with the most idle CPUs, then its lowest idle CPU. On an idle machine
+//!   this interleaves consecutive threads over the nodes.
+//! - **Running**: every unpinned thread moves to another node at `rate` times per second on
+//!   average (a Poisson process, applied at scheduler ticks). The destination is a CPU drawn
+//!   uniformly among those its affinity allows on other nodes; if a thread runs there, the two
+//!   swap when the other may run on the first one's CPU (balancing keeps one thread per CPU when
+//!   there are as many threads as CPUs), else the move is skipped. A thread pinned to one node (a
+//!   node affinity) or one CPU never leaves it. A moved thread loses its cache contents:
+//!   `costs.thread_us` of stall.
+//!
+//! - **Idle balancing**: a CPU left idle while another runs two threads pulls one of them, if
+//!   its affinity allows (Linux's idle and new-idle balancing, from the nearest domain outwards:
+//!   same CPU group first, then same node, then any node). It runs after every plan and every
+//!   tick, so a policy that pins threads to a node one by one does not leave two on one CPU
+//!   while another CPU of that node idles. A pull across CPU groups costs the pulled thread
+//!   `costs.thread_us` of lost cache.
+//!
+//! Calibration: with `rate` = [`DEFAULT_MIGRATIONS_PER_S`], a thread of a 15-60 s run changes
+//! node dozens of times, so a parallel-initialised program's local share under the default falls
+//! to about one over the number of nodes (26% measured for lu.C and ep.C on 4 nodes) whatever its
+//! exact length; a rate ten times lower would leave lu.C's 30-second run ~30% local. Moves within
+//! a node are not modelled (they cost cache contents only, not locality).
+
+use crate::run::Run;
+use ptb_topology::NodeIdx;
+use rand::Rng;
+
+/// Cross-node migrations per second of an unpinned thread under the default (see the module
+/// docs for the calibration).
+pub const DEFAULT_MIGRATIONS_PER_S: f64 = 2.0;
+
+/// Interval between scheduler ticks at which migrations are applied, ns. Linux balances a NUMA
+/// domain every few tens of ms to seconds; batching the moves of a tick into one step
+/// keeps the contention solve off the per-migration path.
+pub const TICK_NS: f64 = 100e6;
+
+impl Run<'_> {
+    /// Place every thread as Linux does when the program starts (see the module docs).
+    pub(crate) fn place_at_start(&mut self) {
+        let allowed = self.sim.allowed_cpu_pos.clone();
+        if allowed.is_empty() {
+            return;
+        }
+        for rt in &self.threads {
+            self.cpu_load[rt.cpu_pos] = self.cpu_load[rt.cpu_pos].saturating_sub(1);
+        }
+        let l = &self.sim.layout;
+        for a in 0..l.apps.len() {
+            let first = l.apps[a].first_thread;
+            let n = l.apps[a].n_threads;
+            let master = allowed[self.rng.random_range(0..allowed.len())];
+            self.threads[first].cpu_pos = master;
+            self.cpu_load[master] += 1;
+            for t in first + 1..first + n {
+                let pos = self.fork_target(master);
+                self.threads[t].cpu_pos = pos;
+                self.cpu_load[pos] += 1;
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Where fork balancing puts a thread created by a thread on CPU position `parent`.
+    fn fork_target(&self, parent: usize) -> usize {
+        let sim = self.sim;
+        let idle = |pos: &usize| self.cpu_load[*pos] == 0;
+        // Nodes in the kernel's group order from the parent's node: its own first, then upwards.
+        let pnode = sim.cpu_node[parent];
+        let nodes = &sim.cpu_nodes;
+        let start = nodes.iter().position(|&n| n == pnode).unwrap_or(0);
+        let order = (0..nodes.len()).map(|i| nodes[(start + i) % nodes.len()]);
+        let score = |cpus: &[usize]| -> (usize, f64) {
+            let idle_n = cpus.iter().filter(|p| idle(p)).count();
+            let load: u32 = cpus.iter().map(|&p| self.cpu_load[p]).sum();
+            (idle_n, -(load as f64) / cpus.len().max(1) as f64)
+        };
+        let mut best: Option<(usize, (usize, f64))> = None;
+        for n in order {
+            let s = score(&sim.node_cpu_pos[n]);
+            if best.is_none_or(|(_, b)| s.0 > b.0 || (s.0 == b.0 && s.1 > b.1)) {
+                best = Some((n, s));
+            }
+        }
+        let node = best.map_or(pnode, |b| b.0);
+        // Inside the node: the group with most idle CPUs (the parent's group first), then its
+        // lowest idle CPU (or least loaded).
+        let pgroup = sim.cpu_group[parent];
+        let mut groups: Vec<usize> = sim.node_cpu_pos[node]
+            .iter()
+            .map(|&p| sim.cpu_group[p])
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if let Some(i) = groups.iter().position(|&g| g == pgroup) {
+            groups.rotate_left(i);
+        }
+        let mut best_g: Option<(usize, (usize, f64))> = None;
+        for g in groups {
+            let cpus: Vec<usize> = sim.node_cpu_pos[node].iter().copied().filter(|&p| sim.cpu_group[p] == g).collect();
+            let s = score(&cpus);
+            if best_g.is_none_or(|(_, b)| s.0 > b.0 || (s.0 == b.0 && s.1 > b.1)) {
+                best_g = Some((g, s));
+            }
+        }
+        let g = best_g.map_or(pgroup, |b| b.0);
+        sim.node_cpu_pos[node]
+            .iter()
+            .copied()
+            .filter(|&p| sim.cpu_group[p] == g)
+            .min_by_key(|&p| (self.cpu_load[p], p))
+            .unwrap_or(parent)
+    }
+
+    /// Whether thread `t` may run on CPU position `pos` (its affinity, within the allowed nodes).
+    fn may_run_on(&self, t: usize, pos: usize) -> bool {
+        if !self.sim.allowed.contains_idx(NodeIdx::from_ix(self.sim.cpu_node[pos])) {
+            return false;
+        }
+        match &self.threads[t].affinity {
+            None => true,
+            Some(set) => set.contains(self.sim.cpus[pos]),
+        }
+    }
+
+    /// Whether the scheduler may move thread `t` to another node at all.
+    pub(crate) fn movable(&self, t: usize) -> bool {
+        let rt = &self.threads[t];
+        if !rt.alive {
+            return false;
+        }
+        match &rt.affinity {
+            None => self.sim.cpu_nodes.len() > 1,
+            Some(set) => {
+                let here = self.node_of(t);
+                set.iter()
+                    .filter_map(|c| self.sim.cpu_pos(c))
+                    .any(|p| self.sim.cpu_node[p] != here && self.may_run_on(t, p))
+            }
+        }
+    }
+
+    /// Idle balancing (see the module docs). Returns how many threads moved.
+    pub(crate) fn balance_idle(&mut self) -> u64 {
+        let stall = self.sim.costs.thread_us * 1e3;
+        let mut moved = 0;
+        loop {
+            let mut pulled = false;
+            for &idle in &self.sim.allowed_cpu_pos {
+                if self.cpu_load[idle] > 0 {
+                    continue;
+                }
+                // The nearest busy CPU with a thread that may run here: same group, then node.
+                let (ig, inode) = (self.sim.cpu_group[idle], self.sim.cpu_node[idle]);
+                let dist = |p: usize| {
+                    if self.sim.cpu_group[p] == ig {
+                        0
+                    } else if self.sim.cpu_node[p] == inode {
+                        1
+                    } else {
+                        2
+                    }
+                };
+                let pick = (0..self.threads.len())
+                    .filter(|&t| self.threads[t].alive && self.cpu_load[self.threads[t].cpu_pos] >= 2)
+                    .filter(|&t| self.may_run_on(t, idle))
+                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), self.threads[t].cpu_pos, t));
+                if let Some(t) = pick {
+                    let from = self.threads[t].cpu_pos;
+                    self.place_thread(t, idle);
+                    if self.sim.cpu_group[from] != ig {
+                        self.threads[t].stall_ns += stall;
+                        self.acc.sched_migration_ns += stall;
+                    }
+                    if self.sim.cpu_node[from] != inode {
+                        self.acc.sched_migrations += 1;
+                    }
+                    moved += 1;
+                    pulled = true;
+                }
+            }
+            if !pulled {
+                break;
+            }
+        }
+        moved
+    }
+
+    /// One scheduler tick of `dt` ns: each movable thread changes node with probability
+    /// `1 - exp(-rate dt)`. Returns how many threads moved.
+    pub(crate) fn sched_tick(&mut self, dt: f64) -> u64 {
+        let rate = self.sim.opts.linux_migrations_per_s;
+        if rate <= 0.0 || dt <= 0.0 {
+            if self.balance_idle() > 0 {
+                self.dirty = true;
+            }
+            return 0;
+        }
+        let p = 1.0 - (-rate * dt / 1e9).exp();
+        let stall = self.sim.costs.thread_us * 1e3;
+        let mut moved = 0;
+        for t in 0..self.threads.len() {
+            if !self.threads[t].alive || self.rng.random::<f64>() >= p || !self.movable(t) {
+                continue;
+            }
+            let here = self.threads[t].cpu_pos;
+            let hnode = self.sim.cpu_node[here];
+            let cands: Vec<usize> = self
+                .sim
+                .allowed_cpu_pos
+                .iter()
+                .copied()
+                .filter(|&q| self.sim.cpu_node[q] != hnode && self.may_run_on(t, q))
+                .collect();
+            if cands.is_empty() {
+                continue;
+            }
+            let dest = cands[self.rng.random_range(0..cands.len())];
+            if self.cpu_load[dest] == 0 {
+                self.place_thread(t, dest);
+                self.threads[t].stall_ns += stall;
+                moved += 1;
+                continue;
+            }
+            // Swap with a thread there that may run here.
+            let other = (0..self.threads.len()).find(|&o| {
+                o != t
+                    && self.threads[o].alive
+                    && self.threads[o].cpu_pos == dest
+                    && self.threads[o].affinity.as_ref().is_none_or(|s| s.len() > 1)
+                    && self.may_run_on(o, here)
+            });
+            if let Some(o) = other {
+                self.place_thread(t, dest);
+                self.place_thread(o, here);
+                self.threads[t].stall_ns += stall;
+                self.threads[o].stall_ns += stall;
+                moved += 2;
+            }
+        }
+        if moved > 0 {
+            self.acc.sched_migrations += moved;
+            self.acc.sched_migration_ns += moved as f64 * stall;
+            self.dirty = true;
+        }
+        if self.balance_idle() > 0 {
+            self.dirty = true;
+        }
+        moved
+    }
+}

@@ -1,0 +1,90 @@
+//! The simulated Linux scheduler (crates/sim/src/sched.rs): where threads start, how unpinned
+//! threads wander between nodes, and that pinned ones do not.
+
+use ptb_policy::{Params, PolicyKind, PolicySpec, ThreadTarget};
+use ptb_sim::{SimOptions, Simulation, StaticPlacement, Workload};
+use ptb_topology::NodeIdx;
+
+/// Every thread writes and then reads its own slice (NPB lu/ep-like parallel initialisation).
+const PRIVATE: &str = r#"
+name = "private"
+threads = "per-cpu"
+[[object]]
+name = "grid"
+size_mib = 64
+init = "parallel"
+[[phase]]
+name = "sweep"
+work_ginstr = 30
+apki = 10
+mlp = 4
+access = [{ object = "grid", pattern = "private" }]
+"#;
+
+fn sim(opts: SimOptions) -> Simulation {
+    let m = ptb_topology::synthetic::synthetic("nodes=4,cpus=4,dies=1").unwrap();
+    Simulation::new(m, vec![Workload::parse(PRIVATE, "private").unwrap()], opts).unwrap()
+}
+
+#[test]
+fn unpinned_threads_lose_their_data_and_pinned_ones_keep_it() {
+    let s = sim(SimOptions::default());
+    let ft = s.first_touch().unwrap();
+    assert!(ft.runtime_s > 10.0, "a run long enough to mix: {}", ft.runtime_s);
+    // Under the default, threads wander: about a quarter of the accesses stay local.
+    assert!(ft.local_fraction < 0.35, "first touch, unpinned: {}", ft.local_fraction);
+    assert!(ft.sched_migrations > 100, "{}", ft.sched_migrations);
+    // Pinned (thread i on CPU i): the first-touched slices stay local.
+    let fixed = s.run_policy(PolicySpec::plain(PolicyKind::Fixed), &Params::new()).unwrap();
+    assert!(fixed.local_fraction > 0.95, "fixed: {}", fixed.local_fraction);
+    assert_eq!(fixed.sched_migrations, 0);
+    // Without the scheduler model, unpinned threads keep their data too.
+    let still = sim(SimOptions { linux_migrations_per_s: 0.0, ..Default::default() }).first_touch().unwrap();
+    assert!(still.local_fraction > 0.95, "no migrations: {}", still.local_fraction);
+}
+
+#[test]
+fn threads_pinned_to_a_node_stay_on_it() {
+    let s = sim(SimOptions::default());
+    let n = s.layout().threads.len();
+    let pl = StaticPlacement {
+        label: "node-pinned".into(),
+        threads: (0..n).map(|i| ThreadTarget::Node(NodeIdx((i % 4) as u16))).collect(),
+        objects: vec![],
+    };
+    let r = s.run_static(&pl).unwrap();
+    assert_eq!(r.sched_migrations, 0);
+    assert!(r.local_fraction > 0.95, "{}", r.local_fraction);
+}
+
+#[test]
+fn fork_balancing_spreads_consecutive_threads_over_the_nodes() {
+    // Four threads on an idle 4-node machine: one per node whatever node the first starts on.
+    let text = PRIVATE.replace("threads = \"per-cpu\"", "threads = 4");
+    let m = ptb_topology::synthetic::synthetic("nodes=4,cpus=4,dies=1").unwrap();
+    for seed in 1..6 {
+        let s = Simulation::new(
+            m.clone(),
+            vec![Workload::parse(&text, "four").unwrap()],
+            SimOptions { seed, linux_migrations_per_s: 0.0, ..Default::default() },
+        )
+        .unwrap();
+        let r = s.first_touch().unwrap();
+        // Each thread's slice was first-touched on its own node and nothing moved: every row of
+        // the access map is one node's, so each node issues a quarter of the accesses.
+        for row in &r.access_map.shares {
+            let sum: f64 = row.iter().sum();
+            assert!((sum - 0.25).abs() < 0.02, "seed {seed}: {:?}", r.access_map.shares);
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_wandering() {
+    let a = sim(SimOptions::default()).first_touch().unwrap();
+    let b = sim(SimOptions::default()).first_touch().unwrap();
+    let c = sim(SimOptions { seed: 2, ..Default::default() }).first_touch().unwrap();
+    assert_eq!(a.sched_migrations, b.sched_migrations);
+    assert_eq!(a.runtime_s, b.runtime_s);
+    assert_ne!(a.sched_migrations, c.sched_migrations);
+}
