@@ -57,17 +57,22 @@ struct Case {
 }
 
 impl Case {
-    /// Memory the case needs, roughly: the synthesised samples (their mean count is a little
-    /// above `spp`, the exponential's mean, since every page gets at least one), the page
-    /// locations, and the policy's per-page histogram and sort buffers. The per-sample and
-    /// per-page constants were fitted to the peak (VmHWM) of runs of this bench; the run
-    /// prints its own peak at the end to check them.
-    fn memory_estimate(&self) -> u64 {
-        const PER_SAMPLE: u64 = 3 * std::mem::size_of::<Sample>() as u64;
-        const PER_PAGE: u64 = 400;
+    /// Memory the case needs, roughly: the synthesised samples (about `spp + 0.35` per page:
+    /// the exponential's mean, plus every page's first), the page locations, and the policy's
+    /// per-page state. Fitted to the peak (VmHWM) of release runs of this bench on 64 threads
+    /// x 250,000 and x 1,000,000 pages at 1 and 8 samples per page: 72 B per sample plus 64 B
+    /// per page (ptb-classic's table), 330 (its exact map) or 710 (ptb); other policies are
+    /// assumed to need ptb's. The run ends with its measured peak.
+    fn memory_estimate(&self, kind: PolicyKind, histogram: &str) -> u64 {
         const BASE: u64 = 16 << 20;
-        let samples = self.pages * (self.spp + 1);
-        BASE + samples * PER_SAMPLE + self.pages * PER_PAGE
+        const PER_SAMPLE: u64 = 72;
+        let per_page: u64 = match kind {
+            PolicyKind::PtbClassic if histogram == "classic" => 64,
+            PolicyKind::PtbClassic => 330,
+            _ => 710,
+        };
+        let samples = self.pages * (100 * self.spp + 35) / 100;
+        BASE + samples * PER_SAMPLE + self.pages * per_page
     }
 }
 
@@ -209,14 +214,6 @@ pub fn run(args: Args) -> Result<()> {
         }
         for (i, text) in texts.iter().enumerate() {
             let case = parse_case(text, args.scale)?;
-            eprintln!(
-                "synthesising {} threads x {} pages ({} samples per page on average): needs about {} of memory ...",
-                case.threads,
-                case.pages,
-                case.spp,
-                mib(case.memory_estimate())
-            );
-            let w = synthesise(case, args.seed)?;
             // ptb-classic: the first default case uses the published table, the others the exact
             // map; `--set` overrides either.
             let mut params = ptb_policy::Params::new();
@@ -231,12 +228,16 @@ pub fn run(args: Args) -> Result<()> {
             for s in &args.params.set {
                 params.set_assignment(s)?;
             }
-            let label = if classic {
-                let h = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
-                format!("{spec} ({h})")
-            } else {
-                spec.to_string()
-            };
+            let histogram = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
+            let label = if classic { format!("{spec} ({histogram})") } else { spec.to_string() };
+            eprintln!(
+                "{label}: synthesising {} threads x {} pages ({} samples per page on average): needs about {} of memory ...",
+                case.threads,
+                case.pages,
+                case.spp,
+                mib(case.memory_estimate(spec.kind, &histogram))
+            );
+            let w = synthesise(case, args.seed)?;
             let Timing { best, mean, cpu, stats, moves, cycle } = time_policy(spec, &params, &w, args.cycles)?;
             let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
             let (goal, why) = target(spec.kind, &label, cycle);
