@@ -36,7 +36,7 @@ pub use plan::{
     StartPlan, ThreadMove, ThreadTarget,
 };
 pub use ptb_profile::SampledEvent;
-pub use snapshot::{PageLocations, Region, Snapshot, StartContext, ThreadState};
+pub use snapshot::{PageLocations, PageLookup, Region, Snapshot, StartContext, ThreadState};
 
 use thiserror::Error;
 

@@ -33,7 +33,14 @@ pub struct Region {
     pub resident: Vec<u64>,
 }
 
-/// Where pages live: the node of every page sampled this cycle (and possibly more).
+/// Where pages live, as a policy asks: the node of a page, if the driver knows it.
+pub trait PageLookup {
+    /// The node of page `p` (None: not resident, or not known to the driver).
+    fn get(&self, p: PageKey) -> Option<NodeIdx>;
+}
+
+/// Where pages live: the node of every page sampled this cycle (and possibly more), as the
+/// daemon learns it from `move_pages` queries.
 #[derive(Clone, Debug, Default)]
 pub struct PageLocations {
     map: HashMap<PageKey, NodeIdx, ptb_profile::histogram::FxBuild>,
@@ -55,6 +62,12 @@ impl PageLocations {
     }
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+impl PageLookup for PageLocations {
+    fn get(&self, p: PageKey) -> Option<NodeIdx> {
+        PageLocations::get(self, p)
     }
 }
 
@@ -85,7 +98,7 @@ pub struct Snapshot<'a> {
     /// when the driver dropped samples); 0 when unknown.
     pub sampling_period: u64,
     /// Node of every sampled page (and possibly more).
-    pub pages: &'a PageLocations,
+    pub pages: &'a dyn PageLookup,
     /// Memory regions of the managed applications.
     pub regions: &'a [Region],
     /// Free memory per node (bytes, dense index).

@@ -7,6 +7,18 @@ use crate::run::{Piece, Run};
 use crate::solver::Demand;
 use crate::workload::Pattern;
 
+/// Everything a thread's demand profile is computed from.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DemandKey {
+    cpu_pos: usize,
+    load: u32,
+    running: bool,
+    phase: usize,
+    pieces: Vec<Piece>,
+    /// Version of each piece's page table (bumped by every page placed or moved).
+    versions: Vec<u64>,
+}
+
 impl Run<'_> {
     /// Rebuild the pieces of thread `t` for its current phase and progress.
     pub(crate) fn build_pieces(&mut self, t: usize) {
@@ -62,7 +74,8 @@ impl Run<'_> {
         self.threads[t].pieces = pieces;
     }
 
-    /// Recompute thread `t`'s node shares and demand profile from its pieces and placement.
+    /// Recompute thread `t`'s node shares and demand profile from its pieces and placement
+    /// (nothing to do when none of its inputs changed since the last time).
     pub(crate) fn build_demand(&mut self, t: usize) {
         let nn = self.sim.sm.n_nodes;
         let l = &self.sim.layout;
@@ -70,6 +83,17 @@ impl Run<'_> {
         let app = &l.apps[th.app];
         let st = &self.apps[th.app];
         let rt = &self.threads[t];
+        let key = DemandKey {
+            cpu_pos: rt.cpu_pos,
+            load: self.cpu_load[rt.cpu_pos],
+            running: rt.working && !rt.parked && st.done_ns.is_none(),
+            phase: st.cur,
+            pieces: rt.pieces.clone(),
+            versions: rt.pieces.iter().map(|p| self.objs[p.obj].version).collect(),
+        };
+        if rt.demand_key.as_ref() == Some(&key) {
+            return;
+        }
         let mut fr = vec![0.0; nn];
         let mut fw = vec![0.0; nn];
         let mut hist = vec![0u64; nn];
@@ -147,5 +171,6 @@ impl Run<'_> {
         rt.f_read = fr;
         rt.f_write = fw;
         rt.demand = d;
+        rt.demand_key = Some(key);
     }
 }

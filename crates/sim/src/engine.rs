@@ -8,7 +8,7 @@
 
 use crate::error::SimError;
 use crate::run::Run;
-use ptb_policy::{validate_plan, Actuator, PageLocations, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
+use ptb_policy::{validate_plan, Actuator, PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
 use ptb_profile::MemLevel;
 use std::time::{Duration, Instant};
 
@@ -21,12 +21,27 @@ pub(crate) const STALL_EVENT_NS: f64 = 2e6;
 /// A thread whose stall exceeds this leaves the solve (and rejoins at [`STALL_EVENT_NS`]).
 const PARK_NS: f64 = 3.0 * STALL_EVENT_NS;
 
-/// Thread ends (phase work done, long stall over) this close to the first one share its step.
+/// Thread ends (phase work done, long stall over) this close to the first one share its step:
+/// within 2 ms, or 2% of the time the phase has run.
 const MERGE_NS: f64 = 2e6;
+const MERGE_SHARE: f64 = 0.02;
 
 /// A streaming window that moved changes a thread's node shares; a new contention solve is made
 /// when some share moved by more than this (1 point of a thread's traffic).
 const SHARE_STEP: f64 = 0.01;
+
+/// Where a run's pages live, looked up in its page tables as a policy asks.
+struct SimPages<'r> {
+    layout: &'r crate::layout::Layout,
+    objs: &'r [crate::pages::PageTable],
+}
+
+impl PageLookup for SimPages<'_> {
+    fn get(&self, p: ptb_profile::PageKey) -> Option<ptb_topology::NodeIdx> {
+        let (o, i) = self.layout.find_page(p.app as usize, p.vpn)?;
+        self.objs[o].get(i).map(ptb_topology::NodeIdx::from_ix)
+    }
+}
 
 /// Longest step when no streaming window moves: nothing changes inside a step, so this only
 /// bounds how long rates computed at its start stay in force while nothing else happens.
@@ -163,7 +178,7 @@ impl Run<'_> {
                         self.bg_vec[r as usize] += v;
                     }
                 }
-                let demands: Vec<_> = self.threads.iter().map(|t| t.demand.clone()).collect();
+                let demands: Vec<&crate::solver::Demand> = self.threads.iter().map(|t| &t.demand).collect();
                 let rates = self.solver.solve(&demands, &res, &self.bg_vec, line, &self.sim.opts.model);
                 for (t, r) in self.threads.iter_mut().zip(rates) {
                     t.rate = r;
@@ -200,7 +215,13 @@ impl Run<'_> {
                 .collect();
             if let Some(first) = ends.iter().copied().reduce(f64::min) {
                 if first < t1 {
-                    let window = first + MERGE_NS.max(0.02 * (first - self.now_ns));
+                    let phase_start = self
+                        .apps
+                        .iter()
+                        .filter(|a| a.done_ns.is_none())
+                        .map(|a| a.phase_started_ns)
+                        .fold(self.now_ns, f64::min);
+                    let window = first + MERGE_NS.max(MERGE_SHARE * (first - phase_start));
                     t1 = ends.iter().copied().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
                 }
             }
@@ -346,24 +367,21 @@ impl Run<'_> {
         }
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        // Where every sampled page lives; DRAM samples become local or remote from it (the
-        // sampler leaves that open: pages move only between cycles). Collected through a Vec so
-        // the map is sized once (exact size hint).
-        let mut located: Vec<(ptb_profile::PageKey, ptb_topology::NodeIdx)> = Vec::with_capacity(self.samples.len());
+        // DRAM samples become local or remote from where their page lives (the sampler leaves
+        // that open: pages move only between cycles). The policy looks pages up in the run's own
+        // page tables, only those it asks for.
         for s in self.samples.iter_mut() {
+            let Some(lvl @ (MemLevel::LocalDram | MemLevel::RemoteDram)) = s.level() else { continue };
             let key = s.page(ps);
             let Some((o, p)) = l.find_page(key.app as usize, key.vpn) else { continue };
             let Some(n) = self.objs[o].get(p) else { continue };
-            if let Some(lvl @ (MemLevel::LocalDram | MemLevel::RemoteDram)) = s.level() {
-                let local = self.sim.cpu_pos(s.cpu).is_some_and(|c| self.sim.cpu_node[c] == n);
-                let want = if local { MemLevel::LocalDram } else { MemLevel::RemoteDram };
-                if want != lvl {
-                    s.data_src = Some(ptb_profile::datasrc::encode(want, s.kind == ptb_profile::SampleKind::Store));
-                }
+            let local = self.sim.cpu_pos(s.cpu).is_some_and(|c| self.sim.cpu_node[c] == n);
+            let want = if local { MemLevel::LocalDram } else { MemLevel::RemoteDram };
+            if want != lvl {
+                s.data_src = Some(ptb_profile::datasrc::encode(want, s.kind == ptb_profile::SampleKind::Store));
             }
-            located.push((key, ptb_topology::NodeIdx::from_ix(n)));
         }
-        let pages: PageLocations = located.into_iter().collect();
+        let pages = SimPages { layout: l, objs: &self.objs };
         let regions: Vec<Region> = l
             .objects
             .iter()

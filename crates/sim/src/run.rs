@@ -49,6 +49,8 @@ pub(crate) struct ThreadRt {
     pub f_read: Vec<f64>,
     pub f_write: Vec<f64>,
     pub demand: Demand,
+    /// What `demand` was built from (see `crate::access::DemandKey`).
+    pub demand_key: Option<crate::access::DemandKey>,
     pub rate: Rate,
 }
 
@@ -131,6 +133,7 @@ impl<'a> Run<'a> {
                     f_read: vec![0.0; nn],
                     f_write: vec![0.0; nn],
                     demand: Demand::default(),
+                    demand_key: None,
                     rate: Rate::default(),
                 }
             })

@@ -47,7 +47,7 @@ struct Flat {
 }
 
 impl Flat {
-    fn new(demands: &[Demand], mult: &[f64], line: f64) -> Flat {
+    fn new(demands: &[&Demand], mult: &[f64], line: f64) -> Flat {
         let n: usize = demands.iter().map(|d| d.coeffs.len()).sum();
         let mut f = Flat {
             start: Vec::with_capacity(demands.len() + 1),
@@ -147,7 +147,7 @@ impl Solver {
     /// cache-line size. Returns the rate of every thread; `self.u` holds the utilisations.
     pub fn solve(
         &mut self,
-        demands: &[Demand],
+        demands: &[&Demand],
         res: &Resources,
         background: &[f64],
         line: f64,
@@ -155,10 +155,10 @@ impl Solver {
     ) -> Vec<Rate> {
         // Threads with identical demand profiles (same CPU group and node shares, same phase)
         // are solved once, weighted by how many there are.
-        let fp: Vec<u64> = demands.iter().map(fingerprint).collect();
+        let fp: Vec<u64> = demands.iter().map(|d| fingerprint(d)).collect();
         let mut order: Vec<usize> = (0..demands.len()).collect();
         order.sort_unstable_by_key(|&i| (fp[i], i));
-        let mut uniq: Vec<Demand> = Vec::new();
+        let mut uniq: Vec<&Demand> = Vec::with_capacity(demands.len());
         let mut mult: Vec<f64> = Vec::new();
         let mut class_of = vec![0usize; demands.len()];
         let mut last: Option<usize> = None;
@@ -168,7 +168,7 @@ impl Solver {
                     class_of[i] = class_of[j];
                 }
                 _ => {
-                    uniq.push(demands[i].clone());
+                    uniq.push(demands[i]);
                     mult.push(0.0);
                     class_of[i] = uniq.len() - 1;
                     last = Some(i);
@@ -182,7 +182,7 @@ impl Solver {
 
     fn solve_classes(
         &mut self,
-        demands: &[Demand],
+        demands: &[&Demand],
         mult: &[f64],
         res: &Resources,
         background: &[f64],
@@ -260,9 +260,14 @@ impl Solver {
     fn compute(&mut self, f: &Flat, res: &Resources, background: &[f64], p: &ModelParams, rates: &mut [Rate]) {
         for r in 0..res.capacity.len() {
             let u = self.u[r].min(p.u_max);
-            let x = u / (1.0 - u);
-            let k = res.steep[r];
-            self.q[r] = res.service[r] * if k == 1.0 { x } else { x.powf(k) };
+            self.q[r] = res.service[r] * u / (1.0 - u);
+        }
+        if res.steep.iter().any(|&k| k != 1.0) {
+            // Perturbed worlds only: a steeper or flatter delay curve.
+            for r in 0..res.capacity.len() {
+                let u = self.u[r].min(p.u_max);
+                self.q[r] = res.service[r] * (u / (1.0 - u)).powf(res.steep[r]);
+            }
         }
         self.demand.copy_from_slice(background);
         for (i, rate) in rates.iter_mut().enumerate() {
@@ -271,17 +276,15 @@ impl Solver {
                 *rate = Rate::default();
                 continue;
             }
-            let mut lat = f.l0[i];
-            for k in a..b {
-                lat += f.c[k] * self.q[f.r[k] as usize];
-            }
+            let q = &self.q;
+            let lat = f.r[a..b].iter().zip(&f.c[a..b]).fold(f.l0[i], |acc, (&r, &c)| acc + c * q[r as usize]);
             let m = f.m[i];
             let cpi = 1.0 / f.ips[i] + if m > 0.0 { m * lat / f.mlp[i] } else { 0.0 };
             let instr = f.speed[i] / cpi;
             let lines = instr * m;
             *rate = Rate { instr_per_ns: instr, lines_per_ns: lines, latency_ns: lat };
-            for k in a..b {
-                self.demand[f.r[k] as usize] += lines * f.load[k];
+            for (&r, &l) in f.r[a..b].iter().zip(&f.load[a..b]) {
+                self.demand[r as usize] += lines * l;
             }
         }
     }
@@ -308,12 +311,12 @@ mod tests {
     fn one_thread_is_latency_bound_and_many_saturate_without_exceeding_capacity() {
         let p = ModelParams::default();
         let mut s = Solver::new(1);
-        let r = s.solve(&[thread(0, 2.0)], &res1(), &[0.0], 64.0, &p);
+        let r = s.solve(&[&thread(0, 2.0)], &res1(), &[0.0], 64.0, &p);
         // 2 outstanding lines / ~100 ns = 0.02 lines/ns = 1.28 GB/s, far below 10 GB/s.
         let bw = r[0].lines_per_ns * 64.0;
         assert!(bw > 1.0 && bw < 1.3, "{bw}");
         let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
-        let r = s.solve(&many, &res1(), &[0.0], 64.0, &p);
+        let r = s.solve(&many.iter().collect::<Vec<_>>(), &res1(), &[0.0], 64.0, &p);
         let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
         assert!(total <= 10.0 + 1e-9 && total > 9.0, "{total}");
         assert!(s.u[0] <= 1.0);
@@ -327,7 +330,7 @@ mod tests {
         let mut s = Solver::new(1);
         let mut d = thread(0, 2.0);
         d.m = 0.0;
-        let r = s.solve(&[d], &res1(), &[0.0], 64.0, &p);
+        let r = s.solve(&[&d], &res1(), &[0.0], 64.0, &p);
         assert!((r[0].instr_per_ns - 2.0).abs() < 1e-9);
     }
 
@@ -336,7 +339,7 @@ mod tests {
         let p = ModelParams::default();
         let many: Vec<Demand> = (0..64).map(|_| thread(0, 4.0)).collect();
         let mut s = Solver::new(1);
-        let r = s.solve(&many, &res1(), &[4.0], 64.0, &p);
+        let r = s.solve(&many.iter().collect::<Vec<_>>(), &res1(), &[4.0], 64.0, &p);
         let total: f64 = r.iter().map(|x| x.lines_per_ns * 64.0).sum();
         assert!(total <= 6.0 + 1e-9, "{total}");
     }

@@ -129,10 +129,12 @@ pub fn run(args: Args) -> Result<()> {
         r.runtime_s / wall
     );
     println!(
-        "  first-touch reference (no policy): {:.1} s in {:.2} s wall: {:.0} simulated s per wall s",
+        "  first-touch reference (no policy): {:.1} s in {:.2} s wall: {:.0} simulated s per wall s ({} steps, {} solves)",
         ft.runtime_s,
         ft_wall,
-        ft.runtime_s / ft_wall.max(1e-9)
+        ft.runtime_s / ft_wall.max(1e-9),
+        ft.sim_steps,
+        ft.sim_solves
     );
     println!(
         "  policy decide(): {:.3} s wall over {} cycles; simulator alone: {:.0} simulated s per wall s",
