@@ -3,8 +3,9 @@
 # simulator tests, then the real-kernel VM tests (QEMU guest with emulated NUMA nodes) when
 # the harness exists. Installs what it needs through the project's own scripts.
 #
-# Each stage is one `stage NAME COMMAND...` line below; its wall time is printed when it ends
-# and all of them again at the end (also on failure). The VM tests pack the release binaries
+# Each stage is one `stage NAME COMMAND...` line below; its wall and CPU time (user+sys of
+# everything it ran) are printed when it ends and all of them again at the end (also on
+# failure). On a shared machine the CPU time is the steadier figure. The VM tests pack the release binaries
 # that `cargo run --release` and `cargo install --path crates/cli` also use: no separate
 # static build.
 set -euo pipefail
@@ -13,25 +14,33 @@ cd "$(dirname "$0")/.."
 
 STAGES=()
 T_ALL=$(date +%s)
-stage() {  # stage NAME COMMAND...: run one stage and record its wall time
-  local name=$1 t0
+cpu_s() {  # user+sys seconds of every finished child of this script so far (cargo, rustc, tests)
+  times | awk 'NR==2 { split($1,u,"m"); split($2,s,"m"); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2] }'
+}
+stage() {  # stage NAME COMMAND...: run one stage and record its wall and CPU time
+  local name=$1 t0 c0 line
   shift
   echo "== $name"
-  t0=$(date +%s)
+  t0=$(date +%s) c0=$(cpu_s)
   "$@"
-  STAGES+=("$(printf '%5d s  %s' $(($(date +%s) - t0)) "$name")")
-  echo "   ($name: $(($(date +%s) - t0)) s)"
+  line=$(printf '%6d s %7d s  %s' $(($(date +%s) - t0)) $(($(cpu_s) - c0)) "$name")
+  STAGES+=("$line")
+  echo "   ($name: $(($(date +%s) - t0)) s wall, $(($(cpu_s) - c0)) s CPU)"
 }
 summary() {
   local rc=$?
-  echo "== stage times (wall, $(nproc) CPUs)"
-  printf '   %s\n' "${STAGES[@]}"
-  printf '%8d s  %s\n' $(($(date +%s) - T_ALL)) "in all$([ $rc = 0 ] || echo ", FAILED (exit $rc)")"
+  echo "== stage times ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+  printf '   %6s   %7s    %s\n' wall CPU stage
+  [ ${#STAGES[@]} = 0 ] || printf '   %s\n' "${STAGES[@]}"
+  printf '   %6d s %7d s  %s\n' $(($(date +%s) - T_ALL)) "$(cpu_s)" "in all$([ $rc = 0 ] || echo ", FAILED (exit $rc)")"
 }
 trap summary EXIT
 
+# PTB_TEST_ARGS: extra `cargo test` arguments for the run stage only (the build stage still
+# compiles everything), e.g. "--exclude ptb-calibrate" to leave out the calibration tier.
 run_tests() {
-  cargo test --workspace --quiet 2>&1 | tee target/test.log
+  # shellcheck disable=SC2086
+  cargo test --workspace ${PTB_TEST_ARGS:-} --quiet 2>&1 | tee target/test.log
 }
 
 stage "cargo fmt --check" cargo fmt --all -- --check
