@@ -23,11 +23,13 @@ ARGS=("$@")
 REPO=$PWD
 mkdir -p target/first-result
 W=${FR_DIR:-$(mktemp -d "$REPO/target/first-result/run.XXXXXX")}
-[ "${FR_KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
 
-cpu_s() {  # cpu_s: user+sys seconds of this shell's finished children so far
-  times | awk 'NR==2 { split($1,u,"m"); split($2,s,"m");
-    printf "%.1f", u[1]*60 + u[2] + s[1]*60 + s[2] }'
+CPU_F=$(mktemp)
+trap 'rm -f "$CPU_F"; [ "${FR_KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
+cpu_s() {  # sets CPU: user+sys seconds of this shell's finished children so far. `times` runs
+  # in this shell, not in a $(...) subshell, which has no children of its own.
+  times > "$CPU_F"
+  CPU=$(awk 'NR==2 { split($1,u,"m"); split($2,s,"m"); printf "%.1f", u[1]*60 + u[2] + s[1]*60 + s[2] }' "$CPU_F")
 }
 now() { date +%s.%N; }
 
@@ -40,12 +42,12 @@ for side in old new; do
   git clone --quiet --no-local --no-checkout "$REPO" "$d"
   git -C "$d" checkout --quiet "$sha"
   echo "== $side: $rev ($sha): cargo build --release --bin ptb (fresh target dir)"
-  c0=$(cpu_s) t0=$(now)
+  cpu_s; c0=$CPU t0=$(now)
   (cd "$d" && cargo build --quiet --release --bin ptb)
-  c1=$(cpu_s) t1=$(now)
+  cpu_s; c1=$CPU t1=$(now)
   echo "== $side: ptb compare ${ARGS[*]}"
   "$d/target/release/ptb" compare "${ARGS[@]}" > "$d/compare.out"
-  c2=$(cpu_s) t2=$(now)
+  cpu_s; c2=$CPU t2=$(now)
   head -n 3 "$d/compare.out"
   ROWS+=("$(awk -v s="$side $sha" -v b="$(echo "$t1 - $t0" | bc)" -v bc="$(echo "$c1 - $c0" | bc)" \
     -v r="$(echo "$t2 - $t1" | bc)" -v rc="$(echo "$c2 - $c1" | bc)" \

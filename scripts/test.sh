@@ -14,25 +14,33 @@ cd "$(dirname "$0")/.."
 
 STAGES=()
 T_ALL=$(date +%s)
-cpu_s() {  # user+sys seconds of every finished child of this script so far (cargo, rustc, tests)
-  times | awk 'NR==2 { split($1,u,"m"); split($2,s,"m"); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2] }'
+CPU_F=$(mktemp)
+cpu_s() {  # sets CPU: user+sys seconds of every finished child of this script so far (cargo,
+  # rustc, tests). `times` runs in this shell, not in a $(...) subshell, which has no children.
+  times > "$CPU_F"
+  CPU=$(awk 'NR==2 { split($1,u,"m"); split($2,s,"m"); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2] }' "$CPU_F")
 }
 stage() {  # stage NAME COMMAND...: run one stage and record its wall and CPU time
   local name=$1 t0 c0 line
   shift
   echo "== $name"
-  t0=$(date +%s) c0=$(cpu_s)
+  t0=$(date +%s)
+  cpu_s
+  c0=$CPU
   "$@"
-  line=$(printf '%6d s %7d s  %s' $(($(date +%s) - t0)) $(($(cpu_s) - c0)) "$name")
+  cpu_s
+  line=$(printf '%6d s %7d s  %s' $(($(date +%s) - t0)) $((CPU - c0)) "$name")
   STAGES+=("$line")
-  echo "   ($name: $(($(date +%s) - t0)) s wall, $(($(cpu_s) - c0)) s CPU)"
+  echo "   ($name: $(($(date +%s) - t0)) s wall, $((CPU - c0)) s CPU)"
 }
 summary() {
   local rc=$?
+  cpu_s
+  rm -f "$CPU_F"
   echo "== stage times ($(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
   printf '   %6s   %7s    %s\n' wall CPU stage
   [ ${#STAGES[@]} = 0 ] || printf '   %s\n' "${STAGES[@]}"
-  printf '   %6d s %7d s  %s\n' $(($(date +%s) - T_ALL)) "$(cpu_s)" "in all$([ $rc = 0 ] || echo ", FAILED (exit $rc)")"
+  printf '   %6d s %7d s  %s\n' $(($(date +%s) - T_ALL)) "$CPU" "in all$([ $rc = 0 ] || echo ", FAILED (exit $rc)")"
 }
 trap summary EXIT
 
