@@ -12,6 +12,7 @@
 //! results kept aside, so a model change is made for a cause, never to move one of these.
 
 pub mod check;
+pub mod deviations;
 pub mod published;
 pub mod runs;
 pub mod subsets;

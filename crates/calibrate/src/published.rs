@@ -62,6 +62,13 @@ pub struct Item {
     pub verdict: Verdict,
 }
 
+impl Item {
+    /// Wrong direction or size beyond 30%.
+    pub fn is_wrong(&self) -> bool {
+        self.verdict.direction == Some(false) || self.verdict.within == Some(false)
+    }
+}
+
 /// Every item, and the two totals the calibration is judged by.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -76,6 +83,21 @@ impl Report {
     /// Every direction right and at least 80% of the sizes within 30%.
     pub fn passes(&self) -> bool {
         self.directions.0 == self.directions.1 && self.sizes.1 as f64 >= 0.8 * self.sizes.0 as f64
+    }
+
+    /// Items judged wrong (direction, or size beyond 30%) that are not known deviations.
+    pub fn unexplained(&self) -> Vec<&Item> {
+        self.items.iter().filter(|i| i.is_wrong() && crate::deviations::cause(i.id).is_none()).collect()
+    }
+
+    /// Known deviations that are right again (their line in [`crate::deviations`] is stale), and
+    /// known ids no item has.
+    pub fn stale(&self) -> Vec<&'static str> {
+        crate::deviations::KNOWN
+            .iter()
+            .filter(|(k, _)| !self.items.iter().any(|i| i.id == *k && i.is_wrong()))
+            .map(|(k, _)| *k)
+            .collect()
     }
 }
 

@@ -39,6 +39,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Compare every policy on a suite of workloads against first-touch and an oracle (simulated).
     Compare(cmd::compare::Args),
+    /// Check the simulated world against published whole-program results, item by item.
+    Calibrate(cmd::calibrate::Args),
     /// Render plots and a report from a saved simulate/compare/record JSON.
     Report(cmd::report::Args),
     /// Measure this machine's Bandwidth Graph and latency matrix.
@@ -55,6 +57,8 @@ enum Command {
     Roi(cmd::roi::Args),
     /// Benchmarks that print figures (policy decision time, simulator speed, actuator rate).
     Bench(cmd::bench::Args),
+    /// Run one program pinned on every k-node subset of a machine: best, worst, mean (simulated).
+    Subsets(cmd::subsets::Args),
 }
 
 /// Parse the command line; `--help` of the commands that take `--policy` lists every policy
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
         Command::Workloads(a) => cmd::workloads::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Characterize(a) => cmd::characterize::run(a),
         Command::Run(a) => cmd::run::run(a),
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Roi(a) => cmd::roi::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Subsets(a) => cmd::subsets::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,10 +11,11 @@
 //!
 //! ```text
 //! layout (true pattern) ──▶ Demand: per phase, thread -> page-group reads/writes
-//! thread placements: default spread | balanced over nodes | clustered from true sharing
+//! thread placements (pinned): one per CPU | balanced over nodes | clustered from true sharing
 //!        └─▶ for each: LP over page-group fractions (min sum of per-phase bounds from
 //!            controller, link and path loads and per-thread latency; clarabel)
-//! simple candidates: first-touch, interleave, bandwidth-weighted, all-local
+//! simple candidates: first-touch, interleave (threads unpinned, and pinned one per CPU),
+//!                    bandwidth-weighted, all-local
 //!        └─▶ Simulation::run_static_groups ──▶ best runtime = `oracle`
 //! ```
 
@@ -53,7 +54,7 @@ pub struct OracleResult {
     pub placements: Vec<StaticCandidate>,
 }
 
-/// A static placement the search ran: thread targets (empty = the default spread) and, per
+/// A static placement the search ran: thread targets (empty = unpinned, the Linux default) and, per
 /// object, the node fractions of its equal page groups (empty = first touch).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StaticCandidate {
@@ -68,7 +69,7 @@ pub struct StaticCandidate {
 pub struct OracleOptions {
     /// Capacity derating factors tried in the LP (1 = full capacity).
     pub capacity_scales: Vec<f64>,
-    /// Try the clustered and balanced thread placements besides the default spread.
+    /// Try the clustered and balanced thread placements besides one thread per CPU.
     pub thread_search: bool,
 }
 
@@ -78,7 +79,7 @@ impl Default for OracleOptions {
     }
 }
 
-/// A candidate placement: label, thread targets (empty = default spread), groups per object.
+/// A candidate placement: label, thread targets (empty = unpinned), groups per object.
 type Placement = (String, Vec<ThreadTarget>, Vec<Vec<Vec<f64>>>);
 
 /// Search for the best static placement of `sim`'s workloads.
@@ -128,6 +129,10 @@ pub fn search_with(sim: &Simulation, opts: &OracleOptions, runs: &[RunResult]) -
             }
         }
     }
+    // The page policies above with the threads pinned as well (the Linux default moves them).
+    let spread = &thread_options[0];
+    cands.push((format!("first-touch/{}", spread.label), spread.targets.clone(), vec![]));
+    cands.push((format!("interleave/{}", spread.label), spread.targets.clone(), uniform(&|_| 1.0)));
     let mut failures = Vec::new();
     for tp in &thread_options {
         cands.push((format!("all-local/{}", tp.label), tp.targets.clone(), all_local(&demand, tp, &mem, nn, None)));

@@ -1,6 +1,7 @@
-//! Thread placements the oracle tries: the simulator's default spread, a spread balanced over
+//! Thread placements the oracle tries: one thread per CPU in CPU order, a spread balanced over
 //! the nodes (when there are fewer threads than CPUs), and clusters of threads that share pages,
-//! built from the true access pattern.
+//! built from the true access pattern. Every one pins its threads: a static placement fixes
+//! threads as well as pages (unpinned threads wander under the simulated Linux scheduler).
 
 use crate::demand::Demand;
 use ptb_policy::ThreadTarget;
@@ -11,7 +12,7 @@ use ptb_topology::CpuId;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadPlacement {
     pub label: String,
-    /// Targets for the simulator (empty = its default spread).
+    /// One target per thread.
     pub targets: Vec<ThreadTarget>,
     /// Dense node and CPU group of each thread.
     pub node: Vec<usize>,
@@ -42,12 +43,12 @@ fn from_cpus(sim: &Simulation, label: &str, cpus: &[CpuId], pin: bool) -> Thread
 }
 
 impl ThreadPlacement {
-    /// The simulator's default: thread k on the k-th allowed CPU (wrapping around).
+    /// Thread k pinned to the k-th allowed CPU (wrapping around).
     pub fn default_spread(sim: &Simulation) -> ThreadPlacement {
         let all = allowed_cpus(sim);
         let n = sim.layout().threads.len();
         let cpus: Vec<CpuId> = (0..n).map(|k| all[k % all.len()]).collect();
-        from_cpus(sim, "spread", &cpus, false)
+        from_cpus(sim, "spread", &cpus, true)
     }
 
     /// Consecutive threads in equal blocks over every allowed node with CPUs (only when there

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bench;
+pub mod calibrate;
 pub mod characterize;
 pub mod compare;
 pub mod machines;
@@ -12,5 +13,6 @@ pub mod report;
 pub mod roi;
 pub mod run;
 pub mod simulate;
+pub mod subsets;
 pub mod topology;
 pub mod workloads;

@@ -1,0 +1,95 @@
+//! The calibration's known deviations: items the simulated world does not reproduce today,
+//! each with the cause as far as it is understood.
+//!
+//! Problem: the calibration target (every direction right, 80% of sizes within 30%) is not met,
+//! and a test that only says "fails" would either be ignored or be loosened until it cannot fail.
+//!
+//! Approach: every item judged wrong today is listed here with its cause. The calibration test
+//! fails when an item *not* listed goes wrong (a regression) and when a listed item is right
+//! again (the list must be kept true: delete its line). `ptb calibrate` marks listed items as
+//! "known" so readers see which gaps are understood.
+
+/// (item id, cause) of every item judged wrong today.
+pub const KNOWN: &[(&str, &str)] = &[
+    (
+        "npb-mg-interleave",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+    ),
+    (
+        "npb-mg-balancing",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+    ),
+    (
+        "ptb-canneal-interleave",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+    ),
+    (
+        "ptb-fluidanimate",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out; with pages spread by PTB fluidanimate gains as interleave would",
+    ),
+    (
+        "npb-cg-fast-scan",
+        "the published fast scan beats interleave (4.97x vs 3.78x); the model's balancer at 1 GB per scan gains only about 5% over the default scan; not yet explained (hypothesis: the model's balancer already reaches its final placement within the default scan's first passes)",
+    ),
+    (
+        "npb-lu-interleave",
+        "lu initialises its data in parallel in the workload model, so its pages are already evenly spread (25% on the top node; published 38%) and interleave has nothing to even out; which of lu's arrays the real program initialises serially is not known",
+    ),
+    (
+        "npb-map-lu-default-top-node",
+        "same cause as npb-lu-interleave: the model's lu spreads all its data by parallel first touch",
+    ),
+    (
+        "npb-map-cg-default-local",
+        "with every page on one node, a quarter of the threads are local; the model's local threads make more DRAM accesses per second than remote ones (31% local), the real ones fewer (19%); why (cycle-mode IBS tagging stalled remote ops more often is a hypothesis) is not settled",
+    ),
+    (
+        "npb-map-mg-default-local",
+        "same as npb-map-cg-default-local (29% simulated, 21% published)",
+    ),
+    (
+        "npb-map-lu-balancing-local",
+        "the model's balancer makes lu 82% local where the kernel reached 43%: lu's pages are spread evenly and its threads move at the calibrated rate, so every page's accesses come mostly from one node and the two-stage filter lets them through; hypothesis, not checked: the real lu shares more data between neighbouring threads than the model's",
+    ),
+    (
+        "ptb-table-conflicts",
+        "the table fills (100%, as published) but sees 0.3 million conflicts a cycle, not 0.5; hypothesis, not checked: the model's canneal touches fewer distinct pages per cycle than the real one",
+    ),
+    (
+        "asym-subsets-max",
+        "the spreads between node subsets depend on which links the 8-node Opteron has and how wide each is; the source gives only some of them and the preset chose the rest (see its notes), so the widest spread (237% published) is not reached",
+    ),
+    (
+        "asym-subsets-median",
+        "same cause as asym-subsets-max",
+    ),
+    (
+        "asym-best-vs-mean",
+        "same cause as asym-subsets-max",
+    ),
+    (
+        "asym-streamcluster-2n",
+        "same cause as asym-subsets-max: on two nodes the chosen links make the worst pair worse than the published one",
+    ),
+    (
+        "npb-lu-balancing",
+        "same cause as npb-lu-interleave (hypothesis): with lu's pages already spread evenly by parallel first touch the model's default has no overloaded controller for balancing to relieve; the published 10% gain may come from the 38% of lu's pages on one node that the model lacks",
+    ),
+    (
+        "asymsched-near-best-streamcluster",
+        "the world's run is too short for a policy that decides once a second: with 24 threads streamcluster runs 2.93 s on its best static 3-node subset ({1,6,7}; {0,1,7} 2.93 s), and even an oracle that at the first decision (1 s) pins the threads on {0,1,7} and interleaves all 100,352 pages there at once ends at 3.63 s, 24% behind (the item asks 10%). AsymSched picks {0,1,7} by its link-aware score, waits one more second because moving 400 MB (0.086 s predicted) exceeds 5% of the 1 s run so far (the paper's budget), then moves the sampled pages: 4.69 s. The published programs ran 15 s or more",
+    ),
+    (
+        "asymsched-near-best-pca",
+        "as asymsched-near-best-streamcluster: pca runs 3.53 s on its best subset {2,4,5}, an oracle placing it there at the first decision (1 s) 4.08 s (15% behind), AsymSched 4.83 s",
+    ),
+    (
+        "sel-fewer-pages",
+        "selective's filter lets through most pages its unselective form moves (ratio 0.9, the paper's point is far fewer): its rework after the paper is under way",
+    ),
+];
+
+/// The cause of a known deviation, if `id` is one.
+pub fn cause(id: &str) -> Option<&'static str> {
+    KNOWN.iter().find(|(k, _)| *k == id).map(|(_, c)| *c)
+}
