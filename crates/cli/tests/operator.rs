@@ -20,13 +20,15 @@ fn assert_no_debug(s: &str) {
     }
 }
 
-const SUBCOMMANDS: [&str; 17] = [
+const SUBCOMMANDS: [&str; 19] = [
     "topology",
     "machines",
     "policies",
     "workloads",
     "simulate",
     "compare",
+    "subsets",
+    "calibrate",
     "report",
     "characterize",
     "run",
