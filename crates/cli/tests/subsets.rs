@@ -31,7 +31,9 @@ fn json_lists_every_subset_fastest_first_with_the_spreads() {
         (v["best_s"].as_f64().unwrap(), v["mean_s"].as_f64().unwrap(), v["worst_s"].as_f64().unwrap());
     assert_eq!(best, times[0]);
     assert_eq!(worst, times[5]);
-    assert!(best <= mean && mean <= worst);
+    // The mean of equal runtimes may differ from them in the last bits.
+    let eps = 1e-9 * worst;
+    assert!(best <= mean + eps && mean <= worst + eps, "{best} {mean} {worst}");
     assert!((v["best_vs_worst"].as_f64().unwrap() - (worst / best - 1.0)).abs() < 1e-9);
 }
 
