@@ -17,6 +17,7 @@ pub struct Stats {
     pub samples: u64,
     pub samples_lost: u64,
     pub threads_moved: u64,
+    /// Base (4 KiB) pages migrated one by one.
     pub pages_moved: u64,
     /// Dry run: thread moves the plans asked for (nothing moved; `threads_moved` stays 0).
     #[serde(skip_serializing_if = "is_zero")]
@@ -24,6 +25,8 @@ pub struct Stats {
     /// Dry run: pages the plans asked to move (nothing moved; `pages_moved` stays 0).
     #[serde(skip_serializing_if = "is_zero")]
     pub pages_would_move: u64,
+    /// Huge pages migrated whole (transparent huge pages, hugetlbfs pages).
+    pub huge_pages_moved: u64,
     /// Page moves tried again after a failure that may pass (ENOENT, EBUSY, EAGAIN).
     pub pages_retried: u64,
     /// Pages not moved, by reason.
@@ -58,10 +61,10 @@ fn metrics(s: &Stats) -> Vec<(&'static str, &'static str, f64)> {
     } else {
         [
             ("ptb_threads_moved_total", "Thread moves applied", s.threads_moved),
-            ("ptb_pages_moved_total", "Pages migrated", s.pages_moved),
+            ("ptb_pages_moved_total", "Base pages migrated", s.pages_moved),
         ]
     };
-    vec![
+    let mut v = vec![
         (
             "ptb_dry_run",
             "1 when nothing is moved (--dry-run or a model of another machine)",
@@ -78,7 +81,11 @@ fn metrics(s: &Stats) -> Vec<(&'static str, &'static str, f64)> {
         ("ptb_decision_seconds", "Policy decision time of the last cycle", s.last_decision_ms / 1000.0),
         ("ptb_threads_managed", "Threads of the managed processes", s.threads_managed as f64),
         ("ptb_targets_alive", "Managed processes still running", s.targets_alive as f64),
-    ]
+    ];
+    if !s.dry_run {
+        v.push(("ptb_huge_pages_moved_total", "Huge pages migrated whole", s.huge_pages_moved as f64));
+    }
+    v
 }
 
 /// Prometheus text exposition format (version 0.0.4).

@@ -214,12 +214,13 @@ pub fn manage(
         );
     } else {
         eprintln!(
-            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved, {} pages failed",
+            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
             st.cycles,
             st.samples,
             st.samples_lost,
             st.threads_moved,
             st.pages_moved,
+            if st.huge_pages_moved > 0 { format!(" and {} huge pages", st.huge_pages_moved) } else { String::new() },
             st.pages_failed.values().sum::<u64>()
         );
     }
