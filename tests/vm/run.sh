@@ -5,16 +5,18 @@
 # 1. installs what it needs (qemu-system-x86, busybox-static, cpio) with apt-get;
 # 2. fetches Debian's kernel packages (not installed on the host; unpacked with dpkg -x):
 #    the release's own and the backports one (KERNELS="stable backports");
-# 3. builds static `ptb` and `ptb-testapp` (separate target dir target/vm);
-# 4. packs them with busybox and tests/vm/guest-tests.sh into an initramfs and boots it
-#    (TCG when KVM cannot run the guest; ~20 s per boot);
+# 3. takes `ptb` and `ptb-testapp` from the release build that `cargo run --release` and
+#    `cargo install --path crates/cli` share (built here if missing; no separate static build);
+# 4. packs them, the shared libraries they link, busybox and tests/vm/guest-tests.sh into an
+#    initramfs and boots it (TCG when KVM cannot run the guest; ~20 s per boot);
 # 5. boots each kernel and passes when every guest prints VMTEST-RESULT=0.
 #
-# Env: PTB_SKIP_VM=1 skips; VM_WORK (cache dir, default target/vm/work); TIMEOUT (s, 420);
-# NODES (4); MEMONLY (1); NODE_MEM (256M); ACCEL (auto|kvm|tcg); KERNELS (stable backports);
-# SOAK_S (300: seconds of the `ptb daemon` soak, tests/vm/soak.sh, 0 skips it) and SOAK_KERNEL
-# (the last of KERNELS): the soak runs in that kernel's guest only, whose time limit grows by
-# SOAK_S + 120 s.
+# Env: PTB_SKIP_VM=1 skips; VM_PROFILE (cargo profile of the binaries: release, the default,
+# or dev: the test build's, unoptimised, too slow under TCG for the tests' timing); VM_WORK
+# (cache dir, default target/vm/work); TIMEOUT (s, 420); NODES (4); MEMONLY (1); NODE_MEM
+# (256M); ACCEL (auto|kvm|tcg); KERNELS (stable backports); SOAK_S (300: seconds of the
+# `ptb daemon` soak, tests/vm/soak.sh, 0 skips it) and SOAK_KERNEL (the last of KERNELS): the
+# soak runs in that kernel's guest only, whose time limit grows by SOAK_S + 120 s.
 # Based on a QEMU NUMA guest recipe (initramfs-only busybox guest, serial console).
 set -euo pipefail
 if [ "${PTB_SKIP_VM:-0}" = 1 ]; then echo "tests/vm: skipped (PTB_SKIP_VM=1)"; exit 0; fi
@@ -109,19 +111,26 @@ for k in $KERNELS; do
   done
 done
 
-# ---- 3. static ptb + test program --------------------------------------------
-log "building static ptb and ptb-testapp (release, target/vm)"
-(cd "$REPO" && RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release \
-   --target x86_64-unknown-linux-gnu --target-dir target/vm -p ptb -p ptb-linux --bin ptb --bin ptb-testapp)
-BIN=$REPO/target/vm/x86_64-unknown-linux-gnu/release
-for b in ptb ptb-testapp; do ! ldd "$BIN/$b" 2>&1 | grep -q '=>' || { echo "tests/vm: $b is not static" >&2; exit 2; }; done
-log "built in $(( ($(ms) - T0) / 1000 )) s"
+# ---- 3. ptb + test program ------------------------------------------------------
+# The binaries of the release build in target/ (the one `cargo run --release` and `cargo
+# install --path crates/cli` make, so nothing is built twice); a static build of its own
+# would compile the workspace once more in another target dir. The shared libraries they
+# link go into the initramfs beside them.
+PROFILE=${VM_PROFILE:-release}
+log "ptb and ptb-testapp from the $PROFILE build (target/, shared with cargo run / cargo install)"
+(cd "$REPO" && cargo build --quiet --profile "$PROFILE" -p ptb -p ptb-linux --bin ptb --bin ptb-testapp)
+BIN=$REPO/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
+log "binaries ready in $(( ($(ms) - T0) / 1000 )) s"
 
 # ---- 4. initramfs -------------------------------------------------------------
 R=$W/root
 rm -rf "$R" && mkdir -p "$R"/{bin,proc,sys,dev,tmp,run}
 cp /bin/busybox "$R/bin/"
 for b in ptb ptb-testapp; do strip -o "$R/bin/$b" "$BIN/$b" 2>/dev/null || cp "$BIN/$b" "$R/bin/"; done
+# The dynamic loader and libraries of both binaries, at the paths they were linked against.
+for lib in $(for b in ptb ptb-testapp; do ldd "$BIN/$b"; done | awk '$1 ~ /^\// {print $1} $3 ~ /^\// {print $3}' | sort -u); do
+  mkdir -p "$R$(dirname "$lib")" && cp -L "$lib" "$R$lib"
+done
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 for t in "$REPO"/tests/vm/*-tests.sh; do install -m 755 "$t" "$R/bin/$(basename "$t" .sh)"; done
 install -m 755 "$REPO/tests/vm/soak.sh" "$R/bin/soak"

@@ -6,12 +6,27 @@ use ptb_policy::{Params, PolicySpec};
 use ptb_topology::Machine;
 use std::path::PathBuf;
 
-/// Set up `tracing` on stderr.
-pub fn init_logging(filter: &str, json: bool) {
-    use tracing_subscriber::EnvFilter;
-    let f = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
-    let b = tracing_subscriber::fmt().with_env_filter(f).with_writer(std::io::stderr);
-    let _ = if json { b.json().try_init() } else { b.try_init() };
+/// Set up `tracing` on stderr: `RUST_LOG` when set, else `--log`; colour only when stderr is a
+/// terminal (and `NO_COLOR` is unset), so a pipe or a log file gets plain text.
+pub fn init_logging(filter: &str, json: bool) -> Result<()> {
+    use std::io::IsTerminal;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let (text, origin) = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => (v, "RUST_LOG"),
+        _ => (filter.to_string(), "--log"),
+    };
+    let targets: Targets = text.parse().map_err(|e| {
+        anyhow::anyhow!("{origin} `{text}`: {e} (expected a level such as `info`, or `target=level,...`)")
+    })?;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
+    let _ = if json {
+        tracing_subscriber::registry().with(fmt.json().with_filter(targets)).try_init()
+    } else {
+        tracing_subscriber::registry().with(fmt.with_filter(targets)).try_init()
+    };
+    Ok(())
 }
 
 /// Load a machine from `--machine` (preset name, `synthetic:SPEC`, or file), or this machine
@@ -81,4 +96,77 @@ pub fn parse_policies(text: &str) -> Result<Vec<PolicySpec>> {
         .filter(|s| !s.trim().is_empty())
         .map(|s| s.parse::<PolicySpec>().map_err(anyhow::Error::from))
         .collect()
+}
+
+/// The machine `simulate`, `compare` and `bench sim` use when `--machine` is not given.
+pub const DEFAULT_MACHINE: &str = "opteron6272-8n";
+
+/// Load a simulated machine from `--machine` (a preset, `synthetic:SPEC` or a machine file).
+pub fn sim_machine(arg: &str) -> Result<Machine> {
+    ptb_topology::resolve(arg).with_context(|| format!("loading machine `{arg}` (see `ptb machines`)"))
+}
+
+/// The most seeds one command runs.
+pub const MAX_SEEDS: usize = 1000;
+
+/// Parse `--seed`: one seed, or a list of seeds and ranges such as `1-3,7` (like a numactl
+/// node list). Duplicates are dropped; order is ascending.
+pub fn parse_seeds(text: &str) -> Result<Vec<u64>> {
+    let bad = |why: &str| anyhow::anyhow!("--seed `{text}`: {why} (give a seed, or a list such as `1-3,7`)");
+    let mut v = std::collections::BTreeSet::new();
+    for item in text.split(',').map(str::trim) {
+        let num = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(&format!("`{s}` is not a whole number")));
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let n = num(item)?;
+                (n, n)
+            }
+        };
+        if a > b {
+            return Err(bad(&format!("range `{item}` runs backwards")));
+        }
+        if b - a >= MAX_SEEDS as u64 || v.len() + (b - a) as usize >= MAX_SEEDS {
+            return Err(bad(&format!("more than {MAX_SEEDS} seeds")));
+        }
+        v.extend(a..=b);
+    }
+    Ok(v.into_iter().collect())
+}
+
+/// `1, 2, 3` for people; `--seed` input form (`1-3`) is not repeated back.
+pub fn join<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items.into_iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// `1 workload`, `3 workloads`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Check parameters that name nodes against the machine (kernel node ids, as `--nodes` and
+/// numactl take them), so a typo is refused before a run rather than silently dropped.
+pub fn check_params(params: &Params, machine: &Machine) -> Result<()> {
+    ptb_policy::interleave::check_weights(params, machine).map_err(anyhow::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_take_one_value_a_list_or_ranges() {
+        assert_eq!(parse_seeds("7").unwrap(), vec![7]);
+        assert_eq!(parse_seeds("1-3,7, 2").unwrap(), vec![1, 2, 3, 7]);
+        for bad in ["", "x", "3-1", "1,,2", "0-5000", "-1"] {
+            assert!(parse_seeds(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lists_read_like_words() {
+        assert_eq!(join(["a", "b", "c"]), "a, b, c");
+        assert_eq!(plural(1, "seed", "seeds"), "1 seed");
+        assert_eq!(plural(11, "policy", "policies"), "11 policies");
+    }
 }

@@ -14,11 +14,12 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "ptb", version, about = "Place the pages, threads and memory bandwidth of parallel programs on NUMA machines", long_about = None)]
 struct Cli {
-    /// Log filter (e.g. `info`, `debug`, `ptb_linux=trace`); also RUST_LOG.
-    #[arg(long, global = true, default_value = "warn")]
+    /// Log filter on stderr: a level (`info`, `debug`) or `target=level,...` such as
+    /// `ptb_linux=trace,warn`; RUST_LOG, when set, wins. Colour only on a terminal.
+    #[arg(long, global = true, default_value = "warn", value_name = "FILTER", display_order = 0)]
     log: String,
     /// Logs as JSON lines on stderr.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, display_order = 1)]
     log_json: bool,
     #[command(subcommand)]
     cmd: Command,
@@ -72,7 +73,7 @@ enum Command {
 fn parse_cli() -> Cli {
     use clap::{CommandFactory, FromArgMatches};
     let text = cmd::policies::help_text();
-    let mut c = Cli::command();
+    let mut c = globals_first(Cli::command());
     for name in ["run", "attach", "simulate", "compare", "plan"] {
         c = c.mut_subcommand(name, |s| s.after_long_help(text.clone()));
     }
@@ -92,10 +93,30 @@ fn pipe_policy(cmd: &Command) {
     }
 }
 
+/// The global `--log` and `--log-json` come first in every command's help: every other
+/// option of every subcommand is listed after them.
+fn globals_first(c: clap::Command) -> clap::Command {
+    let names: Vec<String> = c.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    let mut c = c;
+    for n in names {
+        c = c.mut_subcommand(n, |s| {
+            let s = s.mut_args(|a| {
+                let order = a.get_display_order();
+                a.display_order(order + 2)
+            });
+            globals_first(s)
+        });
+    }
+    c
+}
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     pipe_policy(&cli.cmd);
-    common::init_logging(&cli.log, cli.log_json);
+    if let Err(e) = common::init_logging(&cli.log, cli.log_json) {
+        eprintln!("ptb: error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let r = match cli.cmd {
         Command::Topology(a) => cmd::topology::run(a),
         Command::Machines(a) => cmd::machines::run(a),

@@ -57,6 +57,36 @@ pub(crate) const PALETTE: [RGBColor; 12] = [
     RGBColor(0, 0, 0),
 ];
 
+/// One colour per policy, the same in every chart of every report: the registered policies
+/// (in `ptb policies` order), then `oracle-moved` and `oracle`, take the palette in order;
+/// any other name (a `+selective` combination, a policy from a newer document) takes the next
+/// colour no policy of `policies` uses.
+pub(crate) fn policy_colours(policies: &[String]) -> Vec<RGBColor> {
+    let fixed: Vec<&str> = ptb_policy::PolicyKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .chain([ptb_oracle::moved::ORACLE_MOVED, crate::report::model::ORACLE])
+        .collect();
+    let slot = |p: &str| fixed.iter().position(|f| *f == p);
+    let mut used: Vec<usize> = policies.iter().filter_map(|p| slot(p)).collect();
+    let mut next = 0;
+    policies
+        .iter()
+        .map(|p| {
+            let i = slot(p).unwrap_or_else(|| {
+                while used.contains(&(next % PALETTE.len())) && used.len() < PALETTE.len() {
+                    next += 1;
+                }
+                let i = next % PALETTE.len();
+                used.push(i);
+                next += 1;
+                i
+            });
+            PALETTE[i % PALETTE.len()]
+        })
+        .collect()
+}
+
 /// A number with as many decimals as its size deserves.
 pub fn fmt_value(v: f64) -> String {
     if !v.is_finite() {
@@ -90,14 +120,32 @@ fn both(
             }
         }
     }
-    {
-        let area = BitMapBackend::new(png, size).into_drawing_area();
-        draw_png(&area)?;
-        area.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", png.display()))?;
-    }
+    write_png(png, size, draw_png)?;
     let area = SVGBackend::new(svg, size).into_drawing_area();
     draw_svg(&area)?;
     area.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", svg.display()))?;
+    Ok(())
+}
+
+/// Draw into an RGB buffer of `size` with `draw` and write it to `path` as a PNG.
+pub(crate) fn write_png(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let area = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
+        draw(&area)?;
+        area.present().map_err(de)?;
+    }
+    let f = std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(f), size.0, size.1);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header().with_context(|| format!("writing {}", path.display()))?;
+    w.write_image_data(&buf).with_context(|| format!("writing {}", path.display()))?;
+    w.finish().with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -263,7 +311,9 @@ pub fn bars(
     let width =
         (left + categories.len() as i32 * group_w + legend_w + 30).max((title.chars().count() as i32) * 11 + 40);
     let height = top + plot_h + 80;
-    let spec = Bars { title, categories, series, y_label, ticks, bar_w, group_w, left, top, plot_h };
+    let names: Vec<String> = series.iter().map(|s| s.0.clone()).collect();
+    let colours = policy_colours(&names);
+    let spec = Bars { title, categories, series, y_label, ticks, bar_w, group_w, left, top, plot_h, colours };
     both(png_path, svg_path, (width as u32, height as u32), |a| spec.draw(a), |a| spec.draw(a))
 }
 
@@ -278,6 +328,8 @@ struct Bars<'a> {
     left: i32,
     top: i32,
     plot_h: i32,
+    /// One colour per series (by name, as in every report).
+    colours: Vec<RGBColor>,
 }
 
 impl Bars<'_> {
@@ -316,7 +368,7 @@ impl Bars<'_> {
                 let x = gx + i as i32 * self.bar_w;
                 let y = self.y(v);
                 let (y0, y1) = (y.min(zero), y.max(zero));
-                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1)], PALETTE[i % PALETTE.len()].filled()))
+                a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1)], self.colours[i].filled()))
                     .map_err(de)?;
                 if show_values {
                     let vs = text_style(10.0, &BLACK, HPos::Center, if v >= 0.0 { VPos::Bottom } else { VPos::Top });
@@ -334,8 +386,7 @@ impl Bars<'_> {
         let ls = text_style(13.0, &BLACK, HPos::Left, VPos::Center);
         for (i, (name, _)) in self.series.iter().enumerate() {
             let y = self.top + 10 + i as i32 * 22;
-            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % PALETTE.len()].filled()))
-                .map_err(de)?;
+            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], self.colours[i].filled())).map_err(de)?;
             a.draw_text(name, &ls, (lx + 20, y)).map_err(de)?;
         }
         Ok(())

@@ -156,7 +156,7 @@ fn report_summarises_a_recorded_trace() {
     assert!(text.contains("MEASURED") && text.contains("25.0%"), "{text}");
     let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
     assert!(html.contains("measured") && !html.contains("(simulated)"), "{html}");
-    assert!(out_dir.join("access-recorded_pids__42_-recorded.png").exists());
+    assert!(out_dir.join("access-pid-42-recorded.png").exists());
 }
 
 #[test]

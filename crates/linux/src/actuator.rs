@@ -304,7 +304,7 @@ impl LinuxActuator {
     pub fn new(machine: Machine, root: ProcRoot, cfg: ActuatorConfig) -> Result<Self, String> {
         if !machine.source.is_live() {
             return Err(format!(
-                "the machine model `{}` comes from {:?}, not from this machine's /sys: it cannot drive real moves \
+                "the machine model `{}` comes from {}, not from this machine's /sys: it cannot drive real moves \
                  (use --dry-run, or leave out --machine)",
                 machine.name, machine.source
             ));

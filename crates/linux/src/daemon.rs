@@ -143,9 +143,17 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         .collect();
     let unix_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let line = serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
-                                   "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
-                                   "thread_moves": threads, "report": report });
+    let line = if journal.is_none() && matches!(act, Act::DryRun(_)) {
+        // Nothing was tried: the moves are what the plan asked for.
+        let r = serde_json::json!({ "threads_would_move": report.threads_moved, "pages_would_move": report.pages_moved,
+                                    "ranges": report.ranges_applied });
+        serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "dry_run": true, "plan": plan, "would_move_pages": moves,
+                            "would_move_threads": threads, "report": r })
+    } else {
+        serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
+                            "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
+                            "thread_moves": threads, "report": report })
+    };
     // Not through a symlink, not into another user's file (a root ptb, a log path in /tmp).
     let r = ptb_topology::input::create(path, "plan log", true)
         .map_err(|e| e.to_string())
@@ -219,9 +227,15 @@ fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Opti
 }
 
 fn merge(stats: &mut Stats, r: &ApplyReport) {
-    stats.threads_moved += r.threads_moved;
-    stats.pages_moved += r.pages_moved;
-    stats.huge_pages_moved += r.huge_pages_moved;
+    if stats.dry_run {
+        // A dry-run actuator reports what the plan asks for; nothing moved.
+        stats.threads_would_move += r.threads_moved;
+        stats.pages_would_move += r.pages_moved;
+    } else {
+        stats.threads_moved += r.threads_moved;
+        stats.pages_moved += r.pages_moved;
+        stats.huge_pages_moved += r.huge_pages_moved;
+    }
     stats.pages_retried += r.pages_retried;
     for (k, v) in &r.pages_failed {
         *stats.pages_failed.entry(k.clone()).or_default() += v;
@@ -272,7 +286,10 @@ pub fn run(
         s.policy = policy.name();
         s.source = source.as_ref().map_or("none (the policy asks for no samples)".into(), |s| s.describe());
         s.dry_run = matches!(act, Act::DryRun(_));
+        eprintln!("ptb: samples from {}", s.source);
     }
+    // A dry run says "would" wherever a real run says what it did.
+    let moved = if matches!(act, Act::DryRun(_)) { "would move" } else { "moved" };
     // Start plan: pin threads, and for attached processes spread existing pages.
     let mut first = Plan { threads: start.threads.clone(), ..Default::default() };
     if !cfg.alloc_applied {
@@ -301,19 +318,29 @@ pub fn run(
                 log_plan(cfg, machine, 0, &first, &r, &act);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
-                say!(
-                    "{}: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
-                    cfg.label,
-                    r.threads_moved,
-                    r.pages_moved,
-                    if r.huge_pages_moved > 0 {
-                        format!(" and {} huge pages", r.huge_pages_moved)
-                    } else {
-                        String::new()
-                    },
-                    r.failed(),
-                    r.ranges_applied
-                );
+                if matches!(act, Act::DryRun(_)) {
+                    say!(
+                        "{}: start (dry run): would pin {} threads and move {} pages ({} ranges)",
+                        cfg.label,
+                        r.threads_moved,
+                        r.pages_moved,
+                        r.ranges_applied
+                    );
+                } else {
+                    say!(
+                        "{}: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
+                        cfg.label,
+                        r.threads_moved,
+                        r.pages_moved,
+                        if r.huge_pages_moved > 0 {
+                            format!(" and {} huge pages", r.huge_pages_moved)
+                        } else {
+                            String::new()
+                        },
+                        r.failed(),
+                        r.ranges_applied
+                    );
+                }
             }
             Err(e) => tracing::warn!(error = %e, "start plan refused"),
         }
@@ -444,7 +471,7 @@ pub fn run(
         }
         let fails: Vec<String> = report.pages_failed.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let line = format!(
-            "{}: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={}{} failed={}{} decide={decide_ms:.2}ms{}",
+            "{}: cycle {n} t={:.1}s samples={} lost={} threads={} {moved}: threads={} pages={}{} failed={}{} decide={decide_ms:.2}ms{}",
             cfg.label,
             t0.elapsed().as_secs_f64(),
             cycle_samples.len(),
@@ -457,7 +484,11 @@ pub fn run(
             if fails.is_empty() { String::new() } else { format!(" ({})", fails.join(",")) },
             if refused { " plan-refused" } else { "" }
         );
-        tracing::info!(cycle = n, samples = cycle_samples.len(), pages_moved = report.pages_moved, "cycle");
+        if matches!(act, Act::DryRun(_)) {
+            tracing::info!(cycle = n, samples = cycle_samples.len(), pages_would_move = report.pages_moved, "cycle");
+        } else {
+            tracing::info!(cycle = n, samples = cycle_samples.len(), pages_moved = report.pages_moved, "cycle");
+        }
         if cfg.summary_lines {
             say!("{line}");
         }

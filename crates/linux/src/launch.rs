@@ -90,12 +90,13 @@ pub fn spawn_with(
         ),
     })?;
     let kid = |n: &ptb_topology::NodeIdx| m.node(*n).id.0;
+    let list = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let mut guard = None;
     let (mode, nodes, note) = match alloc {
         AllocPolicy::FirstTouch => (None, vec![], "first touch (kernel default)".to_string()),
         AllocPolicy::Interleave(ns) => {
             let ids: Vec<u32> = ns.iter().map(kid).collect();
-            (Some(sys::MPOL_INTERLEAVE), ids.clone(), format!("MPOL_INTERLEAVE over nodes {ids:?}"))
+            (Some(sys::MPOL_INTERLEAVE), ids.clone(), format!("MPOL_INTERLEAVE over nodes {}", list(&ids)))
         }
         AllocPolicy::Weighted(ws) => {
             let ids: Vec<u32> = ws.iter().map(|(n, _)| kid(n)).collect();
@@ -115,13 +116,16 @@ pub fn spawn_with(
                 (
                     Some(sys::MPOL_WEIGHTED_INTERLEAVE),
                     ids.clone(),
-                    format!("MPOL_WEIGHTED_INTERLEAVE over {ids:?}, {how}"),
+                    format!("MPOL_WEIGHTED_INTERLEAVE over nodes {}, {how}", list(&ids)),
                 )
             } else {
                 (
                     Some(sys::MPOL_INTERLEAVE),
                     ids.clone(),
-                    format!("MPOL_INTERLEAVE over {ids:?} (this kernel has no MPOL_WEIGHTED_INTERLEAVE, Linux >= 6.9)"),
+                    format!(
+                        "MPOL_INTERLEAVE over nodes {} (this kernel has no MPOL_WEIGHTED_INTERLEAVE, Linux >= 6.9)",
+                        list(&ids)
+                    ),
                 )
             }
         }

@@ -61,6 +61,22 @@ macro_rules! encode_field {
             }
         }
     }};
+    // Moves a dry run did not make: only the rows of real runs (a dry run exports no `_moved_`).
+    (moved, $enc:ident, $name:expr, $help:expr, $rows:ident, $f:ident) => {{
+        let live: Vec<(Labels, Stats)> = $rows.iter().filter(|(_, s)| !s.dry_run).cloned().collect();
+        if !live.is_empty() {
+            let live = live.as_slice();
+            encode_field!(counter, $enc, $name, $help, live, $f);
+        }
+    }};
+    // What a dry run would have moved: only the rows of dry runs.
+    (would, $enc:ident, $name:expr, $help:expr, $rows:ident, $f:ident) => {{
+        let dry: Vec<(Labels, Stats)> = $rows.iter().filter(|(_, s)| s.dry_run).cloned().collect();
+        if !dry.is_empty() {
+            let dry = dry.as_slice();
+            encode_field!(counter, $enc, $name, $help, dry, $f);
+        }
+    }};
     (info, $enc:ident, $name:expr, $help:expr, $rows:ident, $f:ident) => {{}};
 }
 
@@ -144,11 +160,15 @@ stats! {
         /// Samples the kernel reported lost.
         counter samples_lost: u64,
         /// Thread moves applied.
-        counter threads_moved: u64,
+        moved threads_moved: u64,
         /// Base pages migrated.
-        counter pages_moved: u64,
+        moved pages_moved: u64,
         /// Huge pages migrated whole (transparent huge pages, hugetlbfs pages).
-        counter huge_pages_moved: u64,
+        moved huge_pages_moved: u64,
+        /// Dry run: thread moves the plans asked for (none applied).
+        would threads_would_move: u64,
+        /// Dry run: pages the plans asked to move (none moved).
+        would pages_would_move: u64,
         /// Page moves tried again after a failure that may pass (ENOENT, EBUSY, EAGAIN).
         counter pages_retried: u64,
         /// Pages not moved, by reason.
@@ -353,6 +373,8 @@ mod tests {
             let (_, kind, _) = Stats::FIELDS.iter().find(|(n, _, _)| n == k).unwrap();
             let present = match *kind {
                 "info" => t.contains(&format!("{k}=\"")),
+                // A real run exports no dry-run figures (and a dry run no moves).
+                "would" => !t.contains(&format!("ptb_{k}")),
                 _ => t.contains(&format!("ptb_{k}")),
             };
             assert!(present, "`{k}` is in the JSON but not in the metrics:\n{t}");
@@ -369,6 +391,18 @@ mod tests {
         assert_eq!(t.matches("# TYPE ptb_cycles counter").count(), 1, "{t}");
         assert!(t.contains("ptb_cycles_total{pid=\"1\"} 3") && t.contains("ptb_cycles_total{pid=\"2\"} 4"), "{t}");
         assert!(t.contains("ptb_daemon_programs 2"), "{t}");
+    }
+
+    #[test]
+    fn a_dry_run_reports_would_move_and_never_moved() {
+        let s = Stats { dry_run: true, pages_would_move: 61168, threads_would_move: 3, ..Default::default() };
+        let t = prometheus_text(&s);
+        assert!(t.contains("ptb_pages_would_move_total 61168") && t.contains("dry_run=\"true\""), "{t}");
+        assert!(!t.contains("_moved_"), "{t}");
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"pages_would_move\":61168") && j.contains("\"pages_moved\":0"), "{j}");
+        let real = prometheus_text(&Stats { pages_moved: 5, ..Default::default() });
+        assert!(!real.contains("would") && real.contains("ptb_pages_moved_total 5"), "{real}");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub struct OfflinePlan {
     pub threads: usize,
     pub start: StartPlan,
     pub plan: Plan,
-    /// Page moves per (from node, to node), dense indices; from = None when unknown.
+    /// Page moves per `from->to`, kernel node ids (`?` when the page's node is unknown).
     pub page_moves: BTreeMap<String, u64>,
     pub before: AccessMap,
     pub after: AccessMap,
@@ -180,8 +180,8 @@ pub fn plan(trace: &Trace, m: &Machine, policy: &mut dyn Policy, allowed: &NodeS
     }
     let mut page_moves = BTreeMap::new();
     for p in &plan.pages {
-        let from = pages.get(p.page).map_or("?".to_string(), |n| n.0.to_string());
-        *page_moves.entry(format!("{from}->{}", p.to.0)).or_default() += 1;
+        let from = pages.get(p.page).map_or("?".to_string(), |n| m.node(n).id.0.to_string());
+        *page_moves.entry(format!("{from}->{}", m.node(p.to).id.0)).or_default() += 1;
     }
     Ok(OfflinePlan {
         policy: policy.name(),

@@ -3,12 +3,13 @@
 //! (MPOL_WEIGHTED_INTERLEAVE). Weights default to each node's share of the Bandwidth Graph:
 //! the mean uncontended GB/s from all CPU groups to the node, scaled to integers 1..=100
 //! (the kernel's weights are small integers). Without a Bandwidth Graph, weights are equal.
+//! Explicit weights name nodes by kernel id, as `--nodes` and numactl do.
 
 use crate::params::{ParamDoc, Params};
 use crate::plan::{AllocPolicy, Plan, SamplingMode, SamplingRequest, StartPlan};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
-use ptb_topology::{Machine, NodeIdx};
+use ptb_topology::{Machine, NodeId, NodeIdx};
 use std::time::Duration;
 
 /// `interleave` has no parameters.
@@ -18,43 +19,71 @@ pub const PARAMS: &[ParamDoc] = &[];
 pub const WEIGHTED_PARAMS: &[ParamDoc] = &[ParamDoc {
     key: "weights",
     default: "from the Bandwidth Graph",
-    doc: "explicit per-node weights as `node:weight,...` (dense node indices)",
+    doc: "explicit per-node weights as `node:weight,...` (kernel node ids, as numactl)",
 }];
 
 #[derive(Debug)]
 pub struct Interleave {
     weighted: bool,
-    explicit: Option<Vec<(NodeIdx, u32)>>,
+    /// Explicit weights by kernel node id.
+    explicit: Option<Vec<(NodeId, u32)>>,
+}
+
+/// Parse `weights` (`node:weight,...`, kernel node ids); `None` when not set.
+fn parse_weights(s: &crate::params::Section) -> Result<Option<Vec<(NodeId, u32)>>, PolicyError> {
+    let text: String = s.get("weights", String::new())?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    for item in text.split(',') {
+        let parsed = item
+            .split_once(':')
+            .and_then(|(n, w)| Some((NodeId(n.trim().parse().ok()?), w.trim().parse::<u32>().ok()?)));
+        match parsed {
+            Some((n, w)) if w > 0 => v.push((n, w)),
+            _ => {
+                return Err(PolicyError::Param {
+                    origin: s.origin("weights"),
+                    policy: "weighted-interleave".into(),
+                    key: "weights".into(),
+                    reason: format!("`{item}` is not node:weight (kernel node id, weight >= 1)"),
+                })
+            }
+        }
+    }
+    Ok(Some(v))
+}
+
+/// Refuse explicit weights that name a node the machine does not have, or one without memory.
+pub fn check_weights(p: &Params, m: &Machine) -> Result<(), PolicyError> {
+    let s = p.section("weighted-interleave");
+    let Some(ws) = parse_weights(&s)? else { return Ok(()) };
+    for (id, _) in ws {
+        let ok = m.node_idx(id).is_some_and(|ix| m.node(ix).has_memory());
+        if !ok {
+            let mem: Vec<String> = m.memory_nodes().iter().map(|&n| m.node(n).id.0.to_string()).collect();
+            return Err(PolicyError::Param {
+                origin: s.origin("weights"),
+                policy: "weighted-interleave".into(),
+                key: "weights".into(),
+                reason: format!(
+                    "node {} is not a memory node of machine `{}` (its memory nodes, by kernel id: {})",
+                    id.0,
+                    m.name,
+                    mem.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Interleave {
     pub fn from_params(p: &Params, weighted: bool) -> Result<Self, PolicyError> {
         let name = if weighted { "weighted-interleave" } else { "interleave" };
         let s = p.section(name);
-        let mut explicit = None;
-        if weighted {
-            let text: String = s.get("weights", String::new())?;
-            if !text.is_empty() {
-                let mut v = Vec::new();
-                for item in text.split(',') {
-                    let parsed = item
-                        .split_once(':')
-                        .and_then(|(n, w)| Some((NodeIdx(n.trim().parse().ok()?), w.trim().parse::<u32>().ok()?)));
-                    match parsed {
-                        Some((n, w)) if w > 0 => v.push((n, w)),
-                        _ => {
-                            return Err(PolicyError::Param {
-                                origin: "parameters".into(),
-                                policy: name.into(),
-                                key: "weights".into(),
-                                reason: format!("`{item}` is not node:weight with weight >= 1"),
-                            })
-                        }
-                    }
-                }
-                explicit = Some(v);
-            }
-        }
+        let explicit = if weighted { parse_weights(&s)? } else { None };
         s.finish()?;
         Ok(Interleave { weighted, explicit })
     }
@@ -91,7 +120,12 @@ impl Policy for Interleave {
         } else if let Some(w) = self
             .explicit
             .as_ref()
-            .map(|w| w.iter().filter(|(n, _)| nodes.contains(n)).copied().collect::<Vec<_>>())
+            .map(|w| {
+                w.iter()
+                    .filter_map(|&(id, w)| Some((ctx.machine.node_idx(id)?, w)))
+                    .filter(|(n, _)| nodes.contains(n))
+                    .collect::<Vec<_>>()
+            })
             .filter(|w| !w.is_empty())
         {
             // Explicit weights of allowed nodes; when none is allowed, the Bandwidth Graph's.
@@ -164,5 +198,21 @@ mod tests {
         // Weights naming only nodes outside the allowed set fall back to the Bandwidth Graph.
         let a = alloc(&w, true, &["weighted-interleave.weights=0:3"]).unwrap();
         assert_eq!(a, AllocPolicy::Weighted(vec![(NodeIdx(1), 100)]));
+    }
+
+    #[test]
+    fn explicit_weights_name_kernel_node_ids() {
+        // opteron6272-4n numbers its nodes 0, 2, 4, 6 (dense 0..3).
+        let m = ptb_topology::presets::get("opteron6272-4n").unwrap();
+        let w = World::new(m.clone());
+        let a = alloc(&w, true, &["weighted-interleave.weights=2:3,6:1"]).unwrap();
+        assert_eq!(a, AllocPolicy::Weighted(vec![(NodeIdx(1), 3), (NodeIdx(3), 1)]));
+        let mut ok = Params::new();
+        ok.set_assignment("weighted-interleave.weights=2:3,6:1").unwrap();
+        assert!(check_weights(&ok, &m).is_ok());
+        let mut bad = Params::new();
+        bad.set_assignment("weighted-interleave.weights=1:3").unwrap();
+        let e = check_weights(&bad, &m).unwrap_err().to_string();
+        assert!(e.contains("node 1 is not a memory node") && e.contains("0, 2, 4, 6"), "{e}");
     }
 }

@@ -144,8 +144,9 @@ impl Section<'_> {
         if let Some(m) = self.map {
             let used = self.used.borrow();
             if let Some((k, (_, origin))) = m.iter().find(|(k, _)| !used.contains(*k)) {
-                let known: Vec<&String> = used.iter().collect();
-                return Err(self.err(k, origin, format!("unknown parameter (known: {known:?})")));
+                let known: Vec<&str> = used.iter().map(String::as_str).collect();
+                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                return Err(self.err(k, origin, format!("unknown parameter (known: {known})")));
             }
         }
         Ok(())

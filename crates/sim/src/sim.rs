@@ -149,9 +149,10 @@ impl Simulation {
                 let mut s = NodeSet::new();
                 for id in ids.iter_raw() {
                     let idx = machine.node_idx(ptb_topology::NodeId(id)).ok_or_else(|| {
-                        let known: Vec<u32> = machine.nodes.iter().map(|n| n.id.0).collect();
+                        let known: Vec<String> = machine.nodes.iter().map(|n| n.id.0.to_string()).collect();
+                        let known = known.join(", ");
                         SimError::Options(format!(
-                            "--nodes: machine `{}` has no node {id} (nodes: {known:?})",
+                            "--nodes: machine `{}` has no node {id} (nodes: {known})",
                             machine.name
                         ))
                     })?;

@@ -20,6 +20,18 @@ pub enum ModelSource {
     Synthetic { spec: String },
 }
 
+impl std::fmt::Display for ModelSource {
+    /// Where the model came from, for people: `preset opteron6272-8n`, `sysfs at /`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSource::Sysfs { root } => write!(f, "sysfs at {root}"),
+            ModelSource::File { path } => write!(f, "machine file {path}"),
+            ModelSource::Preset { name } => write!(f, "preset {name}"),
+            ModelSource::Synthetic { spec } => write!(f, "synthetic spec {spec}"),
+        }
+    }
+}
+
 impl ModelSource {
     /// True only for a model read from this machine's own `/sys`.
     pub fn is_live(&self) -> bool {

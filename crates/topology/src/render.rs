@@ -163,12 +163,7 @@ pub fn render_text(m: &Machine) -> String {
     if !m.description.is_empty() {
         let _ = writeln!(out, "  {}", m.description);
     }
-    let src = match &m.source {
-        crate::ModelSource::Sysfs { root } => format!("sysfs at {root}"),
-        crate::ModelSource::File { path } => format!("machine file {path}"),
-        crate::ModelSource::Preset { name } => format!("preset {name}"),
-        crate::ModelSource::Synthetic { spec } => format!("synthetic spec {spec}"),
-    };
+    let src = &m.source;
     let _ = writeln!(
         out,
         "  source: {src}{}; page {} B, cache line {} B",

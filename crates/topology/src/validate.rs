@@ -138,9 +138,9 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
                 origin,
                 format!("{field}.rows"),
                 format!(
-                    "must be {rows} rows x {nn} columns, found {} rows of {:?} entries",
+                    "must be {rows} rows x {nn} columns, found {} rows of {} entries",
                     mx.n_rows(),
-                    mx.rows.iter().map(Vec::len).collect::<Vec<_>>()
+                    mx.rows.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join(", ")
                 ),
             ));
         }

@@ -26,7 +26,7 @@ pub fn run(args: Args) -> Result<()> {
         check_target(&root, &me, pid)?;
     }
     let Some(p) = prepare(&args.manage)? else {
-        say!("ptb: not attaching to {:?}", args.pids);
+        say!("ptb: not attaching to {}", crate::common::join(&args.pids));
         return Ok(());
     };
     // Each process is known by identity from here on: if it exits and its pid is reused,

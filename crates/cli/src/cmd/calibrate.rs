@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(short = 'j', long)]
     jobs: Option<usize>,
     /// Seed of the simulated runs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(short, long, default_value_t = 1)]
     seed: u64,
     #[command(flatten)]
     world: crate::world::WorldArgs,

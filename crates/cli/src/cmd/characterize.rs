@@ -15,7 +15,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Write the measured machine as a machine file (TOML; JSON when it ends in `.json`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// A much shorter run (smaller buffers, one short sample per step): less accurate.
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct Args {
     latency: Option<PathBuf>,
     /// With --import-mlc: the machine to attach the matrices to (preset, `synthetic:SPEC` or
     /// machine file). Default: this machine when its nodes match MLC's, else a placeholder.
-    #[arg(long, value_name = "MACHINE", requires = "import_mlc")]
+    #[arg(short, long, value_name = "MACHINE", requires = "import_mlc")]
     machine: Option<String>,
     /// With --import-mlc and a placeholder structure: CPUs per node to invent (1 to 4096).
     #[arg(long, value_name = "N", default_value_t = 4, requires = "import_mlc",

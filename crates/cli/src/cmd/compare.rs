@@ -5,7 +5,7 @@
 //! policy and the oracle on its own [`Simulation`]. Results land in fixed slots, so the output
 //! does not depend on which thread finished first.
 
-use crate::common::{parse_policies, ParamArgs};
+use crate::common::{check_params, parse_policies, parse_seeds, plural, ParamArgs, DEFAULT_MACHINE};
 use crate::report::{self, model::RunRecord, Document, Summary};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,13 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The machine used when `--machine` is not given.
-pub const DEFAULT_MACHINE: &str = "opteron6272-8n";
-
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Machine: a preset (`ptb machines`), `synthetic:SPEC`, or a machine file.
-    #[arg(long, default_value = DEFAULT_MACHINE)]
+    #[arg(short, long, default_value = DEFAULT_MACHINE)]
     machine: String,
     /// Workload suite: `default` (every built-in workload, `ptb workloads`), `quick` (six
     /// representative ones), or a file listing workload names or TOML paths, one per line.
@@ -30,16 +27,19 @@ pub struct Args {
     suite: String,
     /// Workloads instead of a suite: built-in names or TOML files, comma-separated (`a+b` runs
     /// a and b together).
-    #[arg(long, value_name = "W,...")]
+    #[arg(short, long, value_name = "W,...")]
     workload: Option<String>,
     /// Policies, comma-separated (default: every registered policy); first-touch always runs.
-    #[arg(long, value_name = "P,...")]
+    #[arg(short, long, value_name = "P,...")]
     policy: Option<String>,
-    /// Seeds 1..=N; several seeds give mean and spread.
-    #[arg(long, default_value_t = 1)]
-    seeds: u64,
+    /// Seeds: one, or a list such as `1-3,7`; several give mean and spread.
+    #[arg(short, long, value_name = "SEED|LIST", default_value = "1", conflicts_with = "seeds")]
+    seed: String,
+    /// Shorthand for `--seed 1-N`.
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
     /// Worker threads (default: the CPUs available).
-    #[arg(long)]
+    #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
     /// Skip the oracle columns (`oracle` and `oracle-moved`).
     #[arg(long)]
@@ -58,7 +58,7 @@ pub struct Args {
     /// Print the JSON document (the `ptb simulate` schema plus oracle entries and a summary).
     #[arg(long)]
     json: bool,
-    /// Write a report (HTML, Markdown, PNG and SVG plots) into this directory.
+    /// Also write a report (HTML, Markdown, PNG and SVG plots, compare.json) into this directory.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
     /// Run a real program on this machine under each placement mode instead, and report
@@ -71,6 +71,10 @@ pub struct Args {
     /// The program and its arguments (with --real).
     #[arg(last = true, value_name = "CMD")]
     cmd: Vec<String>,
+    /// With --report: write into a directory that is not empty (files of the same name are
+    /// replaced, others stay).
+    #[arg(long, requires = "report")]
+    force: bool,
 }
 
 /// Six workloads spanning compute-bound to memory-bound and private to all-shared.
@@ -103,10 +107,13 @@ fn suite(arg: &str) -> Result<Vec<String>> {
     }
 }
 
+/// Pages a policy asked to move in each cycle, and when (seconds of simulated time).
+type Planned = Arc<Mutex<Vec<(f64, u64)>>>;
+
 /// Wraps a policy to record how many pages it asks to move in each cycle.
 struct Recorder {
     inner: Box<dyn Policy>,
-    pages: Arc<Mutex<Vec<u64>>>,
+    pages: Planned,
 }
 
 impl Policy for Recorder {
@@ -123,7 +130,7 @@ impl Policy for Recorder {
         let plan = self.inner.decide(snap);
         let n = plan.pages.len() as u64 + plan.ranges.iter().map(|r| r.npages).sum::<u64>();
         if let Ok(mut v) = self.pages.lock() {
-            v.push(n);
+            v.push((snap.now.as_secs_f64(), n));
         }
         plan
     }
@@ -154,7 +161,7 @@ fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
             continue;
         }
         bar.set_message(format!("{} / {spec}", job.mix));
-        let pages = Arc::new(Mutex::new(Vec::new()));
+        let pages: Planned = Arc::new(Mutex::new(Vec::new()));
         let inner = ptb_policy::build(*spec, &a.params).with_context(|| format!("building policy `{spec}`"))?;
         let mut r = sim
             .run_with(Box::new(Recorder { inner, pages: pages.clone() }))
@@ -162,7 +169,9 @@ fn run_job(job: &Job, a: &Setup, bar: &ProgressBar) -> Result<Vec<RunRecord>> {
         r.policy = spec.to_string();
         let mut rec = RunRecord::from_serialize(&r)?;
         raw.push(r);
-        rec.pages_planned_per_cycle = pages.lock().map(|v| v.clone()).unwrap_or_default();
+        let planned = pages.lock().map(|v| v.clone()).unwrap_or_default();
+        rec.pages_planned_per_cycle = planned.iter().map(|p| p.1).collect();
+        rec.pages_planned_at_s = planned.iter().map(|p| p.0).collect();
         out.push(rec);
         bar.inc(1);
     }
@@ -208,9 +217,19 @@ pub fn run(args: Args) -> Result<()> {
     if !args.cmd.is_empty() {
         bail!("a program after `--` is run only with --real: ptb compare --real -- CMD ARGS...");
     }
-    let machine =
-        ptb_topology::resolve(&args.machine).with_context(|| format!("loading machine `{}`", args.machine))?;
+    let machine = crate::common::sim_machine(&args.machine)?;
     let params = args.params.params()?;
+    check_params(&params, &machine)?;
+    let seeds = match args.seeds {
+        Some(n) if n == 0 || n > crate::common::MAX_SEEDS as u64 => {
+            bail!("--seeds {n}: give 1..={} (or --seed LIST)", crate::common::MAX_SEEDS)
+        }
+        Some(n) => (1..=n).collect(),
+        None => parse_seeds(&args.seed)?,
+    };
+    if let Some(dir) = &args.report {
+        report::check_out_dir(dir, args.force)?;
+    }
     let mut policies = match &args.policy {
         Some(p) => parse_policies(p)?,
         None => PolicyKind::ALL.iter().map(|k| PolicySpec::plain(*k)).collect(),
@@ -224,9 +243,6 @@ pub fn run(args: Args) -> Result<()> {
         seen.push(*p);
         new
     });
-    if args.seeds == 0 || args.seeds > 1000 {
-        bail!("--seeds must be 1..=1000");
-    }
     let mixes: Vec<String> = match &args.workload {
         Some(w) => w.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         None => suite(&args.suite)?,
@@ -237,7 +253,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut jobs = Vec::new();
     for mix in &mixes {
         let workloads = ptb_sim::resolve_mix(mix).with_context(|| format!("workload `{mix}`"))?;
-        for seed in 1..=args.seeds {
+        for &seed in &seeds {
             jobs.push(Job { mix: mix.clone(), workloads: workloads.clone(), seed });
         }
     }
@@ -294,7 +310,7 @@ pub fn run(args: Args) -> Result<()> {
         Document { simulated: true, machine: machine.name.clone(), results, summary: None, extra: Default::default() };
     let summary = Summary::of(&doc);
     doc.summary = Some(summary.clone());
-    doc.extra.insert("seeds".into(), json!((1..=args.seeds).collect::<Vec<u64>>()));
+    doc.extra.insert("seeds".into(), json!(seeds));
     doc.extra.insert("workloads".into(), json!(mixes));
     doc.extra.insert("world".into(), serde_json::to_value(args.world.describe())?);
     doc.extra.insert("world_note".into(), json!(args.world.line()));
@@ -307,10 +323,11 @@ pub fn run(args: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "Speed-up vs first-touch, SIMULATED on `{}` ({} workload(s), {} seed(s)):",
+            "Speed-up vs first-touch, SIMULATED on {} ({}, {}: {}):",
             machine.name,
-            mixes.len(),
-            args.seeds
+            plural(mixes.len(), "workload", "workloads"),
+            if seeds.len() == 1 { "seed" } else { "seeds" },
+            crate::common::join(&seeds)
         );
         println!("{}", args.world.line());
         println!("{}", report::table::terminal(&summary));

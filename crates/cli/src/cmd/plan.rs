@@ -1,56 +1,222 @@
-//! `ptb plan`: plan placement offline from a trace made by `ptb record`: what would move,
-//! and the expected access map (thread node x page node) before and after.
+//! `ptb plan TRACE`: plan placement offline from a trace made by `ptb record`: what would
+//! move, and the expected access map (thread node x page node) before and after.
+//!
+//! Every node a person reads here is a kernel node id (as numactl and `ptb topology` show
+//! them); the policies' dense indices are translated on the way out, in text and in JSON.
 
-use crate::common::ParamArgs;
-use anyhow::{Context, Result};
-use ptb_linux::offline::{self, AccessMap};
-use ptb_policy::{build, AllocPolicy, PolicySpec};
-use ptb_topology::NodeSet;
+use crate::common::{check_params, join, ParamArgs};
+use anyhow::{bail, Context, Result};
+use ptb_linux::offline::{self, AccessMap, OfflinePlan};
+use ptb_policy::{build, AllocPolicy, PolicySpec, RangeOp, ThreadTarget};
+use ptb_topology::{Machine, NodeIdx, NodeSet};
+use serde::Serialize;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Trace file from `ptb record`.
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "trace_opt")]
+    pub trace: Option<PathBuf>,
+    /// The trace file (deprecated spelling; give it as the first argument).
+    #[arg(long = "trace", value_name = "TRACE", hide = true, conflicts_with = "trace")]
+    pub trace_opt: Option<PathBuf>,
     /// Policy to plan with.
-    #[arg(long, default_value = "ptb")]
+    #[arg(short, long, default_value = "ptb")]
     pub policy: String,
     /// Plan for this machine (preset, `synthetic:SPEC` or file) instead of the recorded one.
-    #[arg(long, visible_alias = "bg", value_name = "M")]
+    #[arg(short, long, value_name = "MACHINE")]
     pub machine: Option<String>,
-    /// Print the result as JSON.
+    /// Print the result as JSON (nodes as kernel ids).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub params: ParamArgs,
 }
 
-fn print_map(title: &str, m: &AccessMap) {
-    let n = m.counts.len();
+/// A node as people number it.
+fn kid(m: &Machine, n: NodeIdx) -> u32 {
+    m.nodes.get(n.ix()).map_or(u32::from(n.0), |node| node.id.0)
+}
+
+/// `0,2,4` from dense indices.
+fn kids(m: &Machine, ns: &[NodeIdx]) -> String {
+    ns.iter().map(|&n| kid(m, n).to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// `0:3,2:1` from dense (node, weight) pairs.
+fn kweights(m: &Machine, ws: &[(NodeIdx, u32)]) -> String {
+    ws.iter().map(|&(n, w)| format!("{}:{w}", kid(m, n))).collect::<Vec<_>>().join(",")
+}
+
+/// How new pages are placed, in words.
+pub fn describe_alloc(m: &Machine, a: &AllocPolicy) -> String {
+    match a {
+        AllocPolicy::FirstTouch => "first touch".into(),
+        AllocPolicy::Interleave(ns) => format!("interleave over nodes {}", kids(m, ns)),
+        AllocPolicy::Weighted(ws) => format!("weighted interleave, node:weight {}", kweights(m, ws)),
+    }
+}
+
+fn describe_target(m: &Machine, t: ThreadTarget) -> String {
+    match t {
+        ThreadTarget::Node(n) => {
+            let cpus = m.nodes.get(n.ix()).map_or(String::new(), |node| format!(" (CPUs {})", node.cpus.to_list()));
+            format!("node {}{cpus}", kid(m, n))
+        }
+        ThreadTarget::NodeUnpinned(n) => format!("node {} (moved, left unpinned)", kid(m, n)),
+        ThreadTarget::Cpu(c) => match m.node_of_cpu(c) {
+            Some(n) => format!("CPU {} (node {})", c.0, kid(m, n)),
+            None => format!("CPU {}", c.0),
+        },
+    }
+}
+
+fn describe_op(m: &Machine, op: &RangeOp) -> String {
+    match op {
+        RangeOp::MoveTo(n) => format!("move to node {}", kid(m, *n)),
+        RangeOp::Interleave(ns) => format!("interleave over nodes {}", kids(m, ns)),
+        RangeOp::Weighted(ws) => format!("weighted interleave, node:weight {}", kweights(m, ws)),
+    }
+}
+
+fn print_map(m: &Machine, title: &str, a: &AccessMap) {
     println!("{title} (rows: node of the accessing thread, columns: node of the page, ? = unknown):");
-    let mut head = String::from("        ");
-    for j in 0..n {
-        head.push_str(&format!("{:>9}", format!("n{j}")));
+    let mut head = String::from("  node  ");
+    for n in &m.nodes {
+        head.push_str(&format!("{:>9}", n.id.0));
     }
     println!("{head}{:>9}", "?");
-    for (i, row) in m.counts.iter().enumerate() {
+    for (i, row) in a.counts.iter().enumerate() {
         let cells: String = row.iter().map(|c| format!("{c:>9}")).collect();
-        println!("  n{i:<5}{cells}");
+        println!("  {:<6}{cells}", kid(m, NodeIdx(i as u16)));
     }
-    println!("  local: {:.1}% of accesses to pages of known node", 100.0 * m.local_fraction());
+    println!("  local: {:.1}% of accesses to pages of known node", 100.0 * a.local_fraction());
+}
+
+/// The JSON of `ptb plan --json`: the offline plan with every node as a kernel id.
+#[derive(Serialize)]
+struct PlanJson<'a> {
+    policy: &'a str,
+    machine: &'a str,
+    samples: usize,
+    threads: usize,
+    /// Kernel ids of the access maps' rows and columns (the maps' last column: unknown node).
+    nodes: Vec<u32>,
+    start: StartJson,
+    plan: PlanBody,
+    /// Page moves per `from->to` kernel node (`?` when the page's node was not recorded).
+    page_moves: &'a std::collections::BTreeMap<String, u64>,
+    before: &'a AccessMap,
+    after: &'a AccessMap,
+    refused: &'a Option<String>,
+}
+
+#[derive(Serialize)]
+struct StartJson {
+    alloc: String,
+    threads: Vec<ThreadJson>,
+}
+
+#[derive(Serialize)]
+struct ThreadJson {
+    tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct PlanBody {
+    threads: Vec<ThreadJson>,
+    pages: Vec<PageJson>,
+    ranges: Vec<RangeJson>,
+}
+
+#[derive(Serialize)]
+struct PageJson {
+    app: u32,
+    vpn: u64,
+    node: u32,
+}
+
+#[derive(Serialize)]
+struct RangeJson {
+    app: u32,
+    start_vpn: u64,
+    npages: u64,
+    op: &'static str,
+    nodes: Vec<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    weights: Vec<u32>,
+}
+
+fn thread_json(m: &Machine, t: &ptb_policy::ThreadMove) -> ThreadJson {
+    match t.to {
+        ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
+            ThreadJson { tid: t.tid, node: Some(kid(m, n)), cpu: None }
+        }
+        ThreadTarget::Cpu(c) => ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| kid(m, n)), cpu: Some(c.0) },
+    }
+}
+
+fn to_json<'a>(m: &'a Machine, r: &'a OfflinePlan) -> PlanJson<'a> {
+    let ranges = r
+        .plan
+        .ranges
+        .iter()
+        .map(|g| {
+            let (op, nodes, weights) = match &g.op {
+                RangeOp::MoveTo(n) => ("move-to", vec![kid(m, *n)], vec![]),
+                RangeOp::Interleave(ns) => ("interleave", ns.iter().map(|&n| kid(m, n)).collect(), vec![]),
+                RangeOp::Weighted(ws) => {
+                    ("weighted", ws.iter().map(|&(n, _)| kid(m, n)).collect(), ws.iter().map(|w| w.1).collect())
+                }
+            };
+            RangeJson { app: g.app, start_vpn: g.start_vpn, npages: g.npages, op, nodes, weights }
+        })
+        .collect();
+    PlanJson {
+        policy: &r.policy,
+        machine: &r.machine,
+        samples: r.samples,
+        threads: r.threads,
+        nodes: m.nodes.iter().map(|n| n.id.0).collect(),
+        start: StartJson {
+            alloc: describe_alloc(m, &r.start.alloc),
+            threads: r.start.threads.iter().map(|t| thread_json(m, t)).collect(),
+        },
+        plan: PlanBody {
+            threads: r.plan.threads.iter().map(|t| thread_json(m, t)).collect(),
+            pages: r
+                .plan
+                .pages
+                .iter()
+                .map(|p| PageJson { app: p.page.app, vpn: p.page.vpn, node: kid(m, p.to) })
+                .collect(),
+            ranges,
+        },
+        page_moves: &r.page_moves,
+        before: &r.before,
+        after: &r.after,
+        refused: &r.refused,
+    }
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let trace = ptb_linux::trace::read_trace(&a.trace).map_err(anyhow::Error::msg)?;
+    let Some(path) = a.trace.clone().or(a.trace_opt.clone()) else {
+        bail!("give the trace file: ptb plan TRACE (from `ptb record`)")
+    };
+    let trace = ptb_linux::trace::read_trace(&path).map_err(anyhow::Error::msg)?;
     let m = match &a.machine {
         Some(arg) => ptb_topology::resolve(arg).with_context(|| format!("loading machine `{arg}`"))?,
         None => trace.machine.clone(),
     };
     eprintln!(
-        "ptb plan: {} (pids {:?}, {} samples, {}), machine `{}` ({} nodes), policy {}",
-        a.trace.display(),
-        trace.pids,
+        "ptb plan: {} ({} {}, {} samples from {}), machine {} ({} nodes), policy {}",
+        path.display(),
+        if trace.pids.len() == 1 { "pid" } else { "pids" },
+        join(&trace.pids),
         trace.samples.len(),
         trace.source,
         m.name,
@@ -59,35 +225,29 @@ pub fn run(a: Args) -> Result<()> {
     );
     if m.n_nodes() < 2 {
         println!(
-            "nothing to place: machine `{}` has 1 NUMA node, so every access is local. Plan for another machine with \
+            "nothing to place: machine {} has 1 NUMA node, so every access is local. Plan for another machine with \
              --machine NAME (see `ptb machines`).",
             m.name
         );
         return Ok(());
     }
     let spec: PolicySpec = a.policy.parse()?;
-    let mut policy = build(spec, &a.params.params()?)?;
+    let params = a.params.params()?;
+    check_params(&params, &m)?;
+    let mut policy = build(spec, &params)?;
     let allowed: NodeSet = m.all_nodes();
     let r = offline::plan(&trace, &m, policy.as_mut(), &allowed).map_err(anyhow::Error::msg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!("{}", serde_json::to_string_pretty(&to_json(&m, &r))?);
         return Ok(());
     }
-    let alloc = match &r.start.alloc {
-        AllocPolicy::FirstTouch => "first touch".to_string(),
-        AllocPolicy::Interleave(ns) => {
-            format!("interleave over {}", ns.iter().map(|n| format!("n{}", n.0)).collect::<Vec<_>>().join(","))
-        }
-        AllocPolicy::Weighted(ws) => {
-            format!(
-                "weighted interleave {}",
-                ws.iter().map(|(n, w)| format!("n{}:{w}", n.0)).collect::<Vec<_>>().join(",")
-            )
-        }
-    };
-    println!("start: new pages by {alloc}; {} threads pinned", r.start.threads.len());
+    println!(
+        "start: new pages by {}; {} threads pinned (nodes by kernel id)",
+        describe_alloc(&m, &r.start.alloc),
+        r.start.threads.len()
+    );
     for t in &r.start.threads {
-        println!("  thread {} -> {:?}", t.tid, t.to);
+        println!("  thread {} -> {}", t.tid, describe_target(&m, t.to));
     }
     println!(
         "plan: {} thread moves, {} page moves, {} range actions{}",
@@ -97,18 +257,18 @@ pub fn run(a: Args) -> Result<()> {
         r.refused.as_ref().map_or(String::new(), |e| format!(" (the daemon would refuse it: {e})"))
     );
     for t in &r.plan.threads {
-        println!("  thread {} -> {:?}", t.tid, t.to);
+        println!("  thread {} -> {}", t.tid, describe_target(&m, t.to));
     }
     for (pair, n) in &r.page_moves {
-        println!("  pages {pair}: {n}");
+        println!("  pages from node {}: {n}", pair.replace("->", " to node "));
     }
     for g in &r.plan.ranges {
-        println!("  range pid {} vpn {:#x} +{} pages: {:?}", g.app, g.start_vpn, g.npages, g.op);
+        println!("  range pid {} vpn {:#x} +{} pages: {}", g.app, g.start_vpn, g.npages, describe_op(&m, &g.op));
     }
     if r.plan.is_empty() && r.start.threads.is_empty() {
         println!("  (policy {} moves nothing for this trace)", r.policy);
     }
-    print_map("access map now", &r.before);
-    print_map("expected access map after the plan", &r.after);
+    print_map(&m, "access map now", &r.before);
+    print_map(&m, "expected access map after the plan", &r.after);
     Ok(())
 }

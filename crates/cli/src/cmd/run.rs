@@ -23,11 +23,12 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone)]
 pub struct ManageArgs {
     /// Placement policy (see `ptb policies`).
-    #[arg(long, default_value = "ptb")]
+    #[arg(short, long, default_value = "ptb")]
     pub policy: String,
     /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its
     /// topology must match this machine. Presets and other machines only work with --dry-run.
-    #[arg(long, visible_alias = "bg", value_name = "FILE")]
+    /// Default: this machine, from /sys.
+    #[arg(short, long, value_name = "FILE")]
     pub machine: Option<String>,
     /// Decide and report, but move nothing.
     #[arg(long)]
@@ -237,32 +238,39 @@ pub fn manage(
         stats,
         plan_log: a.plan_log.clone(),
     };
+    let nodes: Vec<String> = p.allowed.iter_idx().map(|n| p.machine.node(n).id.0.to_string()).collect();
     say!(
-        "ptb: managing {} with policy {} on {} nodes{}",
-        targets.iter().map(|t| t.pid.to_string()).collect::<Vec<_>>().join(","),
+        "ptb: {} {} with policy {} on machine {}, nodes {}{}",
+        if p.dry_run { "dry run of" } else { "managing" },
+        crate::common::join(targets.iter().map(|t| t.pid)),
         p.policy.name(),
-        p.allowed.len(),
-        if p.dry_run { " (dry run: nothing is moved)" } else { "" }
+        p.machine.name,
+        nodes.join(","),
+        if p.dry_run { " (dry run: nothing is moved; every figure below is what would move)" } else { "" }
     );
     let out =
         daemon::run(&p.root, &p.machine, p.policy.as_mut(), start, targets, act, &cfg).map_err(anyhow::Error::msg);
     guard.restore();
     drop(server);
     let out = out?;
-    say!(
-        "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
-        out.stats.cycles,
-        out.stats.samples,
-        out.stats.samples_lost,
-        out.stats.threads_moved,
-        out.stats.pages_moved,
-        if out.stats.huge_pages_moved > 0 {
-            format!(" and {} huge pages", out.stats.huge_pages_moved)
-        } else {
-            String::new()
-        },
-        out.stats.pages_failed.values().sum::<u64>()
-    );
+    let st = &out.stats;
+    if st.dry_run {
+        say!(
+            "ptb: dry run: {} cycles, {} samples ({} lost); would have moved {} threads and {} pages (nothing was moved)",
+            st.cycles, st.samples, st.samples_lost, st.threads_would_move, st.pages_would_move
+        );
+    } else {
+        say!(
+            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
+            st.cycles,
+            st.samples,
+            st.samples_lost,
+            st.threads_moved,
+            st.pages_moved,
+            if st.huge_pages_moved > 0 { format!(" and {} huge pages", st.huge_pages_moved) } else { String::new() },
+            st.pages_failed.values().sum::<u64>()
+        );
+    }
     if let Some(path) = &a.stats {
         ptb_topology::input::write_text(path, "statistics", &serde_json::to_string_pretty(&out.stats)?)?;
     }
@@ -313,6 +321,12 @@ pub fn run(args: Args) -> Result<()> {
     let (child, note, weights) = start(&p, &args, &alloc)?;
     let pid = child.id();
     say!("ptb: started `{}` as pid {pid}; new pages: {note}", args.cmd.join(" "));
+    if p.dry_run && start_plan.alloc != ptb_policy::AllocPolicy::FirstTouch {
+        say!(
+            "ptb: dry run: the policy would place new pages by {} (not applied)",
+            super::plan::describe_alloc(&p.machine, &start_plan.alloc)
+        );
+    }
     // Once the program runs, ptb never leaves it behind: an error or a panic while managing
     // it is reported, then ptb waits for it (passing signals on) and exits with its status.
     let managed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -1,33 +1,28 @@
 //! `ptb simulate`: run workload models under placement policies on a simulated machine.
 //! Every figure is simulated; first-touch always runs as the reference.
 
-use crate::common::{parse_policies, ParamArgs};
+use crate::common::{check_params, parse_policies, parse_seeds, ParamArgs, DEFAULT_MACHINE};
 use anyhow::{Context, Result};
 use comfy_table::Table;
 use ptb_policy::{PolicyKind, PolicySpec};
 use ptb_sim::{RunResult, SimOptions, Simulation};
 use serde::Serialize;
 
-/// The machine used when `--machine` is not given.
-pub const DEFAULT_MACHINE: &str = "opteron6272-4n";
-/// Fallback while no preset of that name exists in this build.
-pub const FALLBACK_MACHINE: &str = "synthetic:nodes=4,cpus=8,dies=2";
-
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Machine: a preset (`ptb machines`), `synthetic:SPEC`, or a machine file.
-    #[arg(long)]
-    machine: Option<String>,
+    #[arg(short, long, default_value = DEFAULT_MACHINE)]
+    machine: String,
     /// Workloads: built-in names (`ptb workloads`) or TOML files, comma-separated; `a+b` runs
     /// a and b together as two applications.
-    #[arg(long, default_value = "canneal")]
+    #[arg(short, long, value_name = "W,...", default_value = "canneal")]
     workload: String,
     /// Policies, comma-separated (`ptb policies`); first-touch always runs as the reference.
-    #[arg(long, default_value = "first-touch,interleave")]
+    #[arg(short, long, value_name = "P,...", default_value = "first-touch,interleave")]
     policy: String,
-    /// Seed of every random draw.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of every random draw; a list such as `1-3,7` runs each seed.
+    #[arg(short, long, value_name = "SEED|LIST", default_value = "1")]
+    seed: String,
     /// Threads per application (default: each workload's own, usually one per CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -52,7 +47,10 @@ pub struct Args {
 
 fn print_map(r: &RunResult) {
     let m = &r.access_map;
-    println!("\naccess map, {} under {} (simulated; % of all accesses):", r.workload, r.policy);
+    println!(
+        "\naccess map, {} under {} (simulated, seed {}; % of all accesses; nodes by kernel id):",
+        r.workload, r.policy, r.seed
+    );
     let mut t = Table::new();
     let mut header = vec!["CPU node \\ memory".to_string()];
     header.extend(m.nodes.iter().map(|n| format!("node{n}")));
@@ -73,25 +71,18 @@ fn print_map(r: &RunResult) {
 struct Output<'a> {
     simulated: bool,
     machine: &'a str,
+    /// The first seed (kept for readers of one-seed documents); every result has its own.
     seed: u64,
+    seeds: &'a [u64],
     world: crate::world::World,
     results: &'a [RunResult],
 }
 
-/// Load `--machine`, falling back to a synthetic 4-node machine when the default preset is
-/// not in this build.
-pub fn machine(arg: Option<&str>) -> Result<ptb_topology::Machine> {
-    match arg {
-        Some(a) => ptb_topology::resolve(a).with_context(|| format!("loading machine `{a}`")),
-        None => ptb_topology::resolve(DEFAULT_MACHINE)
-            .or_else(|_| ptb_topology::resolve(FALLBACK_MACHINE))
-            .context("loading the default machine"),
-    }
-}
-
 pub fn run(args: Args) -> Result<()> {
-    let machine = machine(args.machine.as_deref())?;
+    let machine = crate::common::sim_machine(&args.machine)?;
+    let seeds = parse_seeds(&args.seed)?;
     let params = args.params.params()?;
+    check_params(&params, &machine)?;
     let mut policies = parse_policies(&args.policy)?;
     if policies.is_empty() {
         anyhow::bail!("--policy: give at least one policy (see `ptb policies`)");
@@ -103,40 +94,52 @@ pub fn run(args: Args) -> Result<()> {
         Some(s) => Some(super::run::parse_nodes(s)?),
         None => None,
     };
-    let mut opts = SimOptions {
-        seed: args.seed,
-        threads: args.threads,
-        nodes,
-        charge_decision: args.charge_decision,
-        ..SimOptions::default()
-    };
-    args.world.apply(&mut opts);
     let mut results = Vec::new();
     for mix in args.workload.split(',').filter(|s| !s.trim().is_empty()) {
         let workloads = ptb_sim::resolve_mix(mix)?;
-        let sim = Simulation::new(machine.clone(), workloads, opts.clone())
-            .with_context(|| format!("setting up workload `{mix}`"))?;
-        for p in &policies {
-            let r = sim.run_policy(*p, &params).with_context(|| format!("simulating `{mix}` under `{p}`"))?;
-            results.push(r);
+        for &seed in &seeds {
+            let mut opts = SimOptions {
+                seed,
+                threads: args.threads,
+                nodes: nodes.clone(),
+                charge_decision: args.charge_decision,
+                ..SimOptions::default()
+            };
+            args.world.apply(&mut opts);
+            let sim = Simulation::new(machine.clone(), workloads.clone(), opts)
+                .with_context(|| format!("setting up workload `{mix}`"))?;
+            for p in &policies {
+                let r = sim.run_policy(*p, &params).with_context(|| format!("simulating `{mix}` under `{p}`"))?;
+                results.push(r);
+            }
         }
     }
     if args.json {
         let out = Output {
             simulated: true,
             machine: &machine.name,
-            seed: args.seed,
+            seed: seeds[0],
+            seeds: &seeds,
             world: args.world.describe(),
             results: &results,
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("SIMULATED results on machine `{}` (seed {}); first-touch is the reference.", machine.name, args.seed);
+    let several = seeds.len() > 1;
+    println!(
+        "SIMULATED results on machine {} ({} {}); first-touch is the reference.",
+        machine.name,
+        if several { "seeds" } else { "seed" },
+        crate::common::join(&seeds)
+    );
     println!("{}", args.world.line());
     let mut t = Table::new();
-    t.set_header(vec![
-        "workload",
+    let mut header = vec!["workload"];
+    if several {
+        header.push("seed");
+    }
+    header.extend([
         "policy",
         "runtime s",
         "speed-up",
@@ -147,9 +150,13 @@ pub fn run(args: Args) -> Result<()> {
         "migration s",
         "decision ms",
     ]);
+    t.set_header(header);
     for r in &results {
-        t.add_row(vec![
-            r.workload.clone(),
+        let mut row = vec![r.workload.clone()];
+        if several {
+            row.push(r.seed.to_string());
+        }
+        row.extend([
             r.policy.clone(),
             format!("{:.3}", r.runtime_s),
             r.speedup_vs_first_touch.map_or("-".into(), |s| format!("{s:.2}x")),
@@ -160,6 +167,7 @@ pub fn run(args: Args) -> Result<()> {
             format!("{:.3}", r.migration_s),
             format!("{:.2}", r.decision_ms),
         ]);
+        t.add_row(row);
     }
     println!("{t}");
     if args.map {

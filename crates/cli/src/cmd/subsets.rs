@@ -20,10 +20,10 @@ use std::fmt::Write;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Machine: a preset (`ptb machines`), `synthetic:SPEC`, or a machine file.
-    #[arg(long, default_value = "opteron6272-8n")]
+    #[arg(short, long, default_value = "opteron6272-8n")]
     machine: String,
     /// Workload: a built-in name (`ptb workloads`) or a TOML file.
-    #[arg(long, default_value = "streamcluster")]
+    #[arg(short, long, default_value = "streamcluster")]
     workload: String,
     /// Nodes per subset.
     #[arg(long, default_value_t = 3)]
@@ -32,10 +32,10 @@ pub struct Args {
     #[arg(long)]
     threads: Option<usize>,
     /// Seed of every random draw.
-    #[arg(long, default_value_t = 1)]
+    #[arg(short, long, default_value_t = 1)]
     seed: u64,
     /// Worker threads (default: the CPUs available).
-    #[arg(long)]
+    #[arg(short, long)]
     jobs: Option<usize>,
     #[command(flatten)]
     world: crate::world::WorldArgs,

@@ -9,7 +9,7 @@ pub struct Args {
     /// Machine to show: a preset name (see `ptb machines`), a machine file (TOML or JSON), a
     /// directory with a captured sysfs tree (scripts/capture-sysfs.sh), or `synthetic:SPEC`
     /// (e.g. `synthetic:nodes=4,cpus=8,dies=2`). Default: this machine, from /sys.
-    #[arg(long, value_name = "NAME|FILE|DIR|synthetic:SPEC")]
+    #[arg(short, long, value_name = "NAME|FILE|DIR|synthetic:SPEC")]
     machine: Option<String>,
     /// Print the machine as JSON (schema `ptb.topology/1`, documented in the README).
     #[arg(long)]

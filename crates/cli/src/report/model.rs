@@ -88,6 +88,9 @@ pub struct RunRecord {
     /// Pages the policy asked to move in each cycle (recorded by `ptb compare`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages_planned_per_cycle: Vec<u64>,
+    /// When each of those cycles decided, in seconds of the run (simulated time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages_planned_at_s: Vec<f64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

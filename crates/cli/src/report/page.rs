@@ -5,6 +5,8 @@
 //! and, for every policy (first seed), the node x node access map and controller/link
 //! utilisation.
 
+use crate::common::{join, plural};
+use crate::plot::policy_colours;
 use crate::report::model::{Document, RunRecord, ORACLE_NOTE};
 use crate::report::plots;
 use crate::report::slug;
@@ -42,7 +44,7 @@ fn plot(title: String, r: Result<(String, String)>, warnings: &mut Vec<String>) 
 pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
     let mut warnings = Vec::new();
     let machine = if doc.machine.is_empty() { "(unknown machine)" } else { &doc.machine };
-    let what = if doc.simulated { "simulated" } else { "measured samples" };
+    let what = kind(doc);
     let bars = if !has_speedups(s) {
         None
     } else {
@@ -50,34 +52,48 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
         plot("speed-up".into(), plots::speedup_bars(s, &title, dir, "speedup"), &mut warnings)
     };
     let first_seed = doc.seeds().first().copied().unwrap_or(0);
+    let colours = policy_colours(&s.policies);
     let mut per_workload = Vec::new();
     for w in &s.workloads {
-        let runs: Vec<&RunRecord> = s
+        let runs: Vec<(usize, &RunRecord)> = s
             .policies
             .iter()
-            .filter_map(|p| doc.results.iter().find(|r| &r.workload == w && &r.policy == p && r.seed == first_seed))
+            .enumerate()
+            .filter_map(|(i, p)| {
+                doc.results.iter().find(|r| &r.workload == w && &r.policy == p && r.seed == first_seed).map(|r| (i, r))
+            })
             .collect();
-        let series: Vec<(String, Vec<u64>)> = runs
+        let mut estimated = false;
+        let series: Vec<plots::PagesSeries> = runs
             .iter()
-            .filter(|r| r.pages_planned_per_cycle.iter().any(|&n| n > 0))
-            .map(|r| (r.policy.clone(), r.pages_planned_per_cycle.clone()))
+            .filter(|(_, r)| r.pages_planned_per_cycle.iter().any(|&n| n > 0))
+            .map(|&(i, r)| {
+                let (points, est) = pages_points(r);
+                estimated |= est;
+                plots::PagesSeries { policy: r.policy.clone(), colour: colours[i], points }
+            })
             .collect();
-        let pages = if series.is_empty() {
-            None
-        } else {
+        // Only the simulator records the pages planned per cycle (`ptb compare`).
+        let pages = (doc.simulated && runs.iter().any(|(_, r)| r.cycles > 0)).then(|| {
+            let until = runs.iter().map(|(_, r)| r.runtime_s).fold(0.0, f64::max);
             let stem = format!("pages-{}", slug(w));
             let title = format!("{w}: pages asked to move per cycle (simulated, seed {first_seed})");
-            plot(title.clone(), plots::pages_per_cycle(&title, &series, dir, &stem), &mut warnings)
-        };
+            plot(
+                title.clone(),
+                plots::pages_per_cycle(&title, what, &series, until, estimated, dir, &stem),
+                &mut warnings,
+            )
+        });
+        let pages = pages.flatten();
         let mut rp = Vec::new();
-        for r in runs {
+        for (_, r) in runs {
             let stem = format!("{}-{}", slug(w), slug(&r.policy));
             let am = r.access_map.as_ref().and_then(|m| {
                 let t = format!("{w} under {}: access map ({what})", r.policy);
                 plot(t.clone(), plots::access_map(&t, what, m, dir, &format!("access-{stem}")), &mut warnings)
             });
             let ut = (!r.controller_utilisation.is_empty() || !r.link_utilisation.is_empty()).then(|| {
-                let t = format!("{w} under {}: controller and link utilisation", r.policy);
+                let t = format!("{w} under {}: controller and link utilisation ({what})", r.policy);
                 plot(
                     t.clone(),
                     plots::utilisation(
@@ -103,6 +119,17 @@ pub fn write(doc: &Document, s: &Summary, dir: &Path) -> Result<PathBuf> {
     Ok(html_path)
 }
 
+/// A run's (time s, pages) per policy cycle: the recorded decision times, or, for documents
+/// written before ptb recorded them, cycles spread evenly over the run (then `true`).
+fn pages_points(r: &RunRecord) -> (Vec<(f64, u64)>, bool) {
+    let p = &r.pages_planned_per_cycle;
+    if r.pages_planned_at_s.len() == p.len() {
+        return (r.pages_planned_at_s.iter().copied().zip(p.iter().copied()).collect(), false);
+    }
+    let n = p.len().max(1) as f64;
+    (p.iter().enumerate().map(|(i, &v)| (r.runtime_s * (i + 1) as f64 / n, v)).collect(), true)
+}
+
 fn has_speedups(s: &Summary) -> bool {
     s.cells.iter().flatten().any(Option::is_some)
 }
@@ -110,6 +137,15 @@ fn has_speedups(s: &Summary) -> bool {
 /// What speed-ups are relative to: first-touch, or the reference mode of a measured comparison.
 fn reference(doc: &Document) -> String {
     doc.extra.get("reference").and_then(|v| v.as_str()).unwrap_or("first-touch").to_string()
+}
+
+/// The page title: `ptb report: opteron6272-8n (simulated)`, or for a trace
+/// `ptb report: pid 4242 on my-server (measured)`.
+fn title(doc: &Document, machine: &str) -> String {
+    match (doc.simulated, doc.results.first()) {
+        (false, Some(r)) => format!("ptb report: {} on {machine} ({})", r.workload, kind(doc)),
+        _ => format!("ptb report: {machine} ({})", kind(doc)),
+    }
 }
 
 fn kind(doc: &Document) -> &'static str {
@@ -129,22 +165,44 @@ fn intro(doc: &Document, s: &Summary, machine: &str) -> Vec<String> {
         return v;
     }
     if !doc.simulated {
-        let mut v = vec![format!("MEASURED (recorded trace) on machine `{machine}`; nothing here is simulated.")];
+        let mut v = vec![format!("MEASURED (recorded trace) on machine {machine}; nothing here is simulated.")];
         for r in &doc.results {
-            let extra: Vec<String> = r.extra.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let extra: Vec<String> =
+                r.extra.iter().map(|(k, v)| format!("{}: {}", k.replace('_', " "), plain(v))).collect();
             v.push(format!("{}: {:.3} s recorded; {}", r.workload, r.runtime_s, extra.join(", ")));
         }
         return v;
     }
+    let seeds = doc.seeds();
     let mut v = vec![format!(
-        "SIMULATED results on machine `{machine}`: {} workload(s), {} polic(ies), {} seed(s) ({:?}).",
-        s.workloads.len(),
-        s.policies.len(),
-        s.seeds,
-        doc.seeds()
+        "SIMULATED results on machine {machine}: {}, {}, {} ({}).",
+        plural(s.workloads.len(), "workload", "workloads"),
+        plural(s.policies.len(), "policy", "policies"),
+        plural(seeds.len(), "seed", "seeds"),
+        join(&seeds)
     )];
+    if has_speedups(s) {
+        v.push(format!("in the table, bold marks the fastest {} of each row", best_what(s)));
+    }
     v.extend(s.notes.iter().cloned());
     v
+}
+
+/// A JSON value as text for people: strings without quotes.
+pub(crate) fn plain(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What the bold cells of the table are the best of.
+fn best_what(s: &Summary) -> &'static str {
+    if s.policies.iter().any(|p| table::is_bound(p)) {
+        "policy (the oracle columns, bounds found by search, are not counted)"
+    } else {
+        "policy"
+    }
 }
 
 fn markdown(
@@ -156,7 +214,7 @@ fn markdown(
     warnings: &[String],
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# ptb report: {machine} ({})\n", kind(doc));
+    let _ = writeln!(o, "# {}\n", title(doc, machine));
     for l in intro(doc, s, machine) {
         let _ = writeln!(o, "- {l}");
     }
@@ -202,7 +260,7 @@ fn inline_svg(dir: &Path, p: &Plot) -> Result<String> {
     ))
 }
 
-const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;color:#222;max-width:1400px}\
+const STYLE: &str = "td.best{background:#e8f4e8}body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;color:#222;max-width:1400px}\
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 thead th{background:#eee}tbody th{text-align:left}tr.stat td,tr.stat th{background:#f6f6f6;font-weight:bold}\
 figure{display:inline-block;margin:0.5em;vertical-align:top}figcaption{font-size:80%;color:#555}\
@@ -220,9 +278,8 @@ fn html(
     let mut o = String::new();
     let _ = write!(
         o,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ptb report: {m} ({k})</title><style>{STYLE}</style></head><body>\n<h1>ptb report: {m} ({k})</h1>\n<ul class=\"note\">",
-        m = esc(machine),
-        k = kind(doc)
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n<ul class=\"note\">",
+        t = esc(&title(doc, machine)),
     );
     for l in intro(doc, s, machine) {
         let _ = write!(o, "<li>{}</li>", esc(&l));

@@ -4,7 +4,7 @@
 //! Layout is computed by hand in pixels (cells, bars, labels, legend) so every label is shown
 //! once and in full. The bundled font, colours, tick and text helpers come from [`crate::plot`].
 
-use crate::plot::{de, ensure_font, nice_ticks, text_style as ts, viridis, PALETTE};
+use crate::plot::{de, ensure_font, nice_ticks, policy_colours, text_style as ts, viridis, PALETTE};
 use crate::report::model::{AccessMapRec, ControllerRec, LinkRec};
 use crate::report::stats::Summary;
 use anyhow::{Context, Result};
@@ -28,12 +28,7 @@ trait Figure {
 fn write<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<(String, String)> {
     ensure_font();
     let (png, svg) = (format!("{stem}.png"), format!("{stem}.svg"));
-    {
-        let p = dir.join(&png);
-        let area = BitMapBackend::new(&p, fig.size()).into_drawing_area();
-        fig.draw(&area)?;
-        area.present().map_err(de).with_context(|| format!("writing {}", p.display()))?;
-    }
+    crate::plot::write_png(&dir.join(&png), fig.size(), |a| fig.draw(a))?;
     let p = dir.join(&svg);
     let area = SVGBackend::new(&p, fig.size()).into_drawing_area();
     fig.draw(&area)?;
@@ -61,12 +56,16 @@ fn text_w(s: &str, px: f64) -> i32 {
 struct SpeedupBars<'a> {
     title: String,
     s: &'a Summary,
+    colours: Vec<RGBColor>,
     left: i32,
     top: i32,
     plot_h: i32,
     group_w: i32,
     bar_w: i32,
     legend_w: i32,
+    /// Axis range (value at the bottom and at the top of a panel).
+    lo: f64,
+    hi: f64,
     ticks: Vec<f64>,
     /// Categories per panel (panels are stacked vertically).
     per_row: usize,
@@ -74,6 +73,12 @@ struct SpeedupBars<'a> {
 
 /// Vertical space of one panel besides its plot height (labels, gap).
 const PANEL_GAP: i32 = 60;
+/// Size of the value printed on every bar.
+const VALUE_PX: f64 = 10.0;
+/// Pixels a bar's value label needs beyond the bar's end (rotated text "10.00").
+const LABEL_ROOM: i32 = 32;
+/// Height of the marker drawn for a value at the 1.0x baseline (no bar to see otherwise).
+const FLAT_MARK: i32 = 3;
 
 impl SpeedupBars<'_> {
     fn n_cats(&self) -> usize {
@@ -85,8 +90,7 @@ impl SpeedupBars<'_> {
     }
 
     fn y(&self, top: i32, v: f64) -> i32 {
-        let (lo, hi) = (self.ticks[0], *self.ticks.last().unwrap_or(&1.0));
-        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+        let t = if self.hi > self.lo { (v - self.lo) / (self.hi - self.lo) } else { 0.0 };
         top + self.plot_h - (t.clamp(0.0, 1.0) * self.plot_h as f64).round() as i32
     }
 }
@@ -108,10 +112,13 @@ impl Figure for SpeedupBars<'_> {
             (Some((head, _)), Some(k)) => format!("{}{}", head.to_lowercase(), &self.title[k..]),
             _ => self.title.to_lowercase(),
         };
+        let axis = format!("{axis}; bars start at 1.0x = as fast as the reference");
         a.draw_text(&axis, &ts(13.0, &GREY, HPos::Left, VPos::Bottom), (8, self.top - 12)).map_err(de)?;
         let np = self.s.policies.len() as i32;
         let inner = np * self.bar_w;
         let mut right_max = self.left;
+        let up = ts(VALUE_PX, &BLACK, HPos::Left, VPos::Center).transform(FontTransform::Rotate270);
+        let down = ts(VALUE_PX, &BLACK, HPos::Right, VPos::Center).transform(FontTransform::Rotate270);
         for (row, chunk) in cats.chunks(self.per_row.max(1)).enumerate() {
             let top = self.top + row as i32 * (self.plot_h + PANEL_GAP);
             let right = self.left + self.group_w * chunk.len() as i32;
@@ -122,6 +129,7 @@ impl Figure for SpeedupBars<'_> {
                 a.draw_text(&format!("{t:.2}x"), &ts(13.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y))
                     .map_err(de)?;
             }
+            let base = self.y(top, 1.0);
             for (jj, cat) in chunk.iter().enumerate() {
                 let j = row * self.per_row + jj;
                 let gx = self.left + jj as i32 * self.group_w + (self.group_w - inner) / 2;
@@ -138,17 +146,27 @@ impl Figure for SpeedupBars<'_> {
                         }
                     };
                     let x = gx + i as i32 * self.bar_w;
-                    let (yv, y1) = (self.y(top, v), self.y(top, 1.0));
-                    let (y0, y1) = (yv.min(y1), yv.max(y1));
-                    a.draw(&Rectangle::new(
-                        [(x + 1, y0), (x + self.bar_w - 1, y1.max(y0 + 1))],
-                        PALETTE[i % PALETTE.len()].filled(),
-                    ))
-                    .map_err(de)?;
+                    let yv = self.y(top, v);
+                    // Every bar has one edge on the 1.0x baseline; a value that rounds onto it
+                    // gets a flat marker astride the line so it is still seen.
+                    let (y0, y1) = if (yv - base).abs() < FLAT_MARK {
+                        (base - FLAT_MARK / 2 - 1, base + FLAT_MARK / 2 + 1)
+                    } else {
+                        (yv.min(base), yv.max(base))
+                    };
+                    a.draw(&Rectangle::new([(x + 1, y0), (x + self.bar_w - 1, y1)], self.colours[i].filled()))
+                        .map_err(de)?;
                     if sd > 0.0 {
                         let cx = x + self.bar_w / 2;
                         a.draw(&PathElement::new(vec![(cx, self.y(top, v - sd)), (cx, self.y(top, v + sd))], BLACK))
                             .map_err(de)?;
+                    }
+                    let cx = x + self.bar_w / 2;
+                    let label = format!("{v:.2}");
+                    if v >= 1.0 {
+                        a.draw_text(&label, &up, (cx, y0.min(self.y(top, v + sd)) - 3)).map_err(de)?;
+                    } else {
+                        a.draw_text(&label, &down, (cx, y1.max(self.y(top, v - sd)) + 3)).map_err(de)?;
                     }
                 }
                 let cx = self.left + jj as i32 * self.group_w + self.group_w / 2;
@@ -156,15 +174,14 @@ impl Figure for SpeedupBars<'_> {
                 a.draw_text(cat, &ts(13.0, &style, HPos::Center, VPos::Top), (cx, top + self.plot_h + 8))
                     .map_err(de)?;
             }
-            let one = self.y(top, 1.0);
-            a.draw(&PathElement::new(vec![(self.left, one), (right, one)], BLACK.stroke_width(1))).map_err(de)?;
+            a.draw(&PathElement::new(vec![(self.left, base), (right, base)], BLACK.stroke_width(2))).map_err(de)?;
+            a.draw_text("1.0x", &ts(13.0, &BLACK, HPos::Left, VPos::Center), (right + 4, base)).map_err(de)?;
             a.draw(&PathElement::new(vec![(self.left, top), (self.left, top + self.plot_h)], BLACK)).map_err(de)?;
         }
-        let lx = right_max + 20;
+        let lx = right_max + 40;
         for (i, p) in self.s.policies.iter().enumerate() {
             let y = self.top + 10 + i as i32 * 22;
-            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], PALETTE[i % PALETTE.len()].filled()))
-                .map_err(de)?;
+            a.draw(&Rectangle::new([(lx, y - 7), (lx + 14, y + 7)], self.colours[i].filled())).map_err(de)?;
             a.draw_text(p, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, y)).map_err(de)?;
         }
         let note = if self.s.seeds > 1 { "bars: mean over seeds; whiskers: ± sd" } else { "one seed" };
@@ -174,28 +191,40 @@ impl Figure for SpeedupBars<'_> {
     }
 }
 
-/// Grouped speed-up bars, one group per workload plus the geometric mean.
-/// `title` says what the speed-up is relative to and whether it is simulated or measured.
+/// Grouped speed-up bars, one group per workload plus the geometric mean. Bars grow up or
+/// down from the 1.0x baseline (the reference), every bar carries its value, and each policy
+/// has its colour of [`policy_colours`]. `title` says what the speed-up is relative to and
+/// whether it is simulated or measured.
 pub fn speedup_bars(s: &Summary, title: &str, dir: &Path, stem: &str) -> Result<(String, String)> {
-    let vals = s.cells.iter().flatten().flatten().flat_map(|c| [c.mean - c.sd, c.mean + c.sd]);
-    let (lo, hi) = vals.fold((1.0f64, 1.0f64), |(l, h), v| if v.is_finite() { (l.min(v), h.max(v)) } else { (l, h) });
-    let ticks = nice_ticks(lo.clamp(0.0, 0.8), hi.max(1.2), 6);
+    let cells = s.cells.iter().flatten().flatten().flat_map(|c| [c.mean - c.sd, c.mean + c.sd]);
+    let geo = s.per_policy.iter().filter_map(|p| p.geomean_speedup);
+    let (lo, hi) =
+        cells.chain(geo).fold((1.0f64, 1.0f64), |(l, h), v| if v.is_finite() { (l.min(v), h.max(v)) } else { (l, h) });
     let np = s.policies.len() as i32;
-    let bar_w = if np > 6 { 12 } else { 18 };
+    let bar_w = if np > 6 { 13 } else { 18 };
     let cat_w = s.workloads.iter().map(|w| text_w(w, 13.0)).max().unwrap_or(40);
     let group_w = (np * bar_w + 14).max(cat_w + 10);
-    let legend_w = s.policies.iter().map(|p| text_w(p, 13.0)).max().unwrap_or(40) + 50;
+    let legend_w = s.policies.iter().map(|p| text_w(p, 13.0)).max().unwrap_or(40) + 70;
     // At most ~1100 px of groups per panel.
     let per_row = ((1100 / group_w.max(1)) as usize).max(1);
+    let plot_h = if s.workloads.len() + 1 > per_row { 260 } else { 340 };
+    // Room for the value labels beyond the longest bar each way.
+    let span = (hi - lo).max(0.2);
+    let per_px = span / (plot_h - 2 * LABEL_ROOM) as f64;
+    let ticks = nice_ticks((lo - per_px * LABEL_ROOM as f64).max(0.0), hi + per_px * LABEL_ROOM as f64, 6);
+    let (axis_lo, axis_hi) = (ticks[0], *ticks.last().unwrap_or(&hi));
     let fig = SpeedupBars {
         title: title.to_string(),
         s,
+        colours: policy_colours(&s.policies),
         left: 70,
         top: 70,
-        plot_h: if s.workloads.len() + 1 > per_row { 240 } else { 340 },
+        plot_h,
         group_w,
         bar_w,
         legend_w,
+        lo: axis_lo,
+        hi: axis_hi,
         ticks,
         per_row,
     };
@@ -362,7 +391,7 @@ impl Figure for UtilFig {
             .map_err(de)?;
         }
         a.draw_text(
-            "bar: mean utilisation over the run; black tick: peak (simulated)",
+            "bar: mean utilisation over the run; black tick: peak",
             &ts(12.0, &GREY, HPos::Left, VPos::Top),
             (10, bottom + 24),
         )
@@ -394,21 +423,32 @@ pub fn utilisation(
 // ---------------------------------------------------------------------------------------------
 // Pages per cycle
 
+/// One policy's line: its name, colour and (time s, pages) points.
+pub struct PagesSeries {
+    pub policy: String,
+    pub colour: RGBColor,
+    pub points: Vec<(f64, u64)>,
+}
+
 struct LinesFig<'a> {
     title: String,
-    series: &'a [(String, Vec<u64>)],
+    what: &'a str,
+    series: &'a [PagesSeries],
     left: i32,
     top: i32,
     plot_w: i32,
     plot_h: i32,
     yticks: Vec<f64>,
-    max_x: usize,
+    xticks: Vec<f64>,
+    /// Axis note about times (e.g. that they were estimated).
+    x_note: &'a str,
 }
 
 impl Figure for LinesFig<'_> {
     fn size(&self) -> (u32, u32) {
-        let legend = self.series.iter().map(|s| text_w(&s.0, 13.0)).max().unwrap_or(40) + 60;
-        ((self.left + self.plot_w + legend) as u32, (self.top + self.plot_h + 70) as u32)
+        let legend = self.series.iter().map(|s| text_w(&s.policy, 13.0)).max().unwrap_or(40) + 60;
+        let w = (self.left + self.plot_w + legend).max(text_w(&self.title, 18.0) + 30);
+        (w as u32, (self.top + self.plot_h + 70) as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, a: &Area<DB>) -> Result<()> {
@@ -416,41 +456,41 @@ impl Figure for LinesFig<'_> {
         let (w, _) = a.dim_in_pixel();
         a.draw_text(&self.title, &ts(18.0, &BLACK, HPos::Center, VPos::Top), (w as i32 / 2, 8)).map_err(de)?;
         let hi = *self.yticks.last().unwrap_or(&1.0);
-        let span = self.max_x.saturating_sub(1).max(1) as f64;
-        let px = |i: usize| self.left + ((i.max(1) - 1) as f64 / span * self.plot_w as f64) as i32;
+        let xhi = *self.xticks.last().unwrap_or(&1.0);
+        let px = |t: f64| self.left + (t / xhi.max(1e-9) * self.plot_w as f64).round() as i32;
         let py = |v: f64| self.top + self.plot_h - (v / hi.max(1e-9) * self.plot_h as f64) as i32;
         for &t in &self.yticks {
             let y = py(t);
             a.draw(&PathElement::new(vec![(self.left, y), (self.left + self.plot_w, y)], GRID)).map_err(de)?;
             a.draw_text(&fmt_tick(t), &ts(12.0, &BLACK, HPos::Right, VPos::Center), (self.left - 6, y)).map_err(de)?;
         }
-        for t in nice_ticks(1.0, self.max_x.max(1) as f64, 8) {
-            let i = t as usize;
-            if i > self.max_x {
-                continue;
-            }
-            a.draw_text(
-                &i.to_string(),
-                &ts(12.0, &BLACK, HPos::Center, VPos::Top),
-                (px(i), self.top + self.plot_h + 4),
-            )
-            .map_err(de)?;
+        for &t in &self.xticks {
+            a.draw_text(&fmt_tick(t), &ts(12.0, &BLACK, HPos::Center, VPos::Top), (px(t), self.top + self.plot_h + 4))
+                .map_err(de)?;
         }
         a.draw_text(
-            "policy cycle",
+            &format!("time, s ({}){}", self.what, self.x_note),
             &ts(13.0, &GREY, HPos::Center, VPos::Top),
             (self.left + self.plot_w / 2, self.top + self.plot_h + 22),
         )
         .map_err(de)?;
         a.draw_text(
-            "pages per cycle (policies that asked for none are not shown)",
+            "pages asked to move in each policy cycle, at the time of the decision",
             &ts(13.0, &GREY, HPos::Left, VPos::Bottom),
             (8, self.top - 24),
         )
         .map_err(de)?;
-        for (k, (name, v)) in self.series.iter().enumerate() {
-            let c = PALETTE[k % PALETTE.len()];
-            let pts: Vec<(i32, i32)> = v.iter().enumerate().map(|(i, &y)| (px(i + 1), py(y as f64))).collect();
+        if self.series.is_empty() {
+            a.draw_text(
+                "no policy asked to move pages in this workload",
+                &ts(14.0, &GREY, HPos::Center, VPos::Center),
+                (self.left + self.plot_w / 2, self.top + self.plot_h / 2),
+            )
+            .map_err(de)?;
+        }
+        for (k, s) in self.series.iter().enumerate() {
+            let c = s.colour;
+            let pts: Vec<(i32, i32)> = s.points.iter().map(|&(t, y)| (px(t), py(y as f64))).collect();
             a.draw(&PathElement::new(pts.clone(), c.stroke_width(2))).map_err(de)?;
             if pts.len() < 60 {
                 for p in pts {
@@ -460,7 +500,7 @@ impl Figure for LinesFig<'_> {
             let ly = self.top + 10 + k as i32 * 22;
             let lx = self.left + self.plot_w + 20;
             a.draw(&Rectangle::new([(lx, ly - 6), (lx + 14, ly + 6)], c.filled())).map_err(de)?;
-            a.draw_text(name, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, ly)).map_err(de)?;
+            a.draw_text(&s.policy, &ts(13.0, &BLACK, HPos::Left, VPos::Center), (lx + 20, ly)).map_err(de)?;
         }
         a.draw(&PathElement::new(
             vec![
@@ -475,19 +515,32 @@ impl Figure for LinesFig<'_> {
     }
 }
 
-/// Pages planned per cycle, one line per policy.
-pub fn pages_per_cycle(title: &str, series: &[(String, Vec<u64>)], dir: &Path, stem: &str) -> Result<(String, String)> {
-    let max_x = series.iter().map(|s| s.1.len()).max().unwrap_or(1);
-    let hi = series.iter().flat_map(|s| s.1.iter().copied()).max().unwrap_or(1).max(1) as f64;
+/// Pages planned per cycle against time in seconds (policies' cycles differ: 25 ms to 1 s),
+/// one line per policy that asked for any; `until_s` is the end of the x axis (the longest
+/// run), so every workload's chart is drawn even when nothing moved. `what` is `simulated`
+/// or `measured`.
+pub fn pages_per_cycle(
+    title: &str,
+    what: &str,
+    series: &[PagesSeries],
+    until_s: f64,
+    estimated: bool,
+    dir: &Path,
+    stem: &str,
+) -> Result<(String, String)> {
+    let hi = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).max().unwrap_or(1).max(1) as f64;
+    let tmax = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(until_s, f64::max).max(1e-3);
     let fig = LinesFig {
         title: title.to_string(),
+        what,
         series,
         left: 80,
         top: 60,
         plot_w: 560,
         plot_h: 280,
         yticks: nice_ticks(0.0, hi, 5),
-        max_x,
+        xticks: nice_ticks(0.0, tmax, 8),
+        x_note: if estimated { "; cycle times estimated from the run length" } else { "" },
     };
     write(&fig, dir, stem)
 }

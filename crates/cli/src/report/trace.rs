@@ -60,7 +60,11 @@ pub fn load(path: &Path) -> Result<Document> {
     extra.insert("lost".into(), json!(t.lost));
     extra.insert("source".into(), json!(t.source));
     let run = RunRecord {
-        workload: format!("recorded pids {:?}", t.pids),
+        workload: format!(
+            "{} {}",
+            if t.pids.len() == 1 { "pid" } else { "pids" },
+            t.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
         policy: "recorded".into(),
         seed: 0,
         runtime_s: end_ns as f64 / 1e9,
@@ -82,6 +86,7 @@ pub fn load(path: &Path) -> Result<Document> {
         decision_ms: 0.0,
         cycles: 0,
         pages_planned_per_cycle: vec![],
+        pages_planned_at_s: vec![],
         extra,
     };
     let mut doc_extra = Map::new();

@@ -114,8 +114,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
         costs: MigrationCosts::default(),
         clock_ghz: 2.4,
         notes: vec![
-            "source: ../shared/spec/machines.md section 3, the 4-node 2 x Xeon E5-2680 v4 cluster-on-die \
-             MLC matrices (published, verbatim; MB/s / 1000 = GB/s)"
+            "source: published Intel Memory Latency Checker (MLC) latency and bandwidth matrices of a 4-node \
+             2 x Xeon E5-2680 v4 cluster-on-die machine (verbatim; MB/s / 1000 = GB/s)"
                 .into(),
             "CPUs: 14 cores per socket (the E5-2680 v4's count), 7 per COD node, one CPU per core (SMT siblings \
              not modelled); node k = CPUs 7k..7k+6; memory 32 GiB per node (assumed)"
@@ -129,7 +129,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
                 .into(),
             "distances: derived from the latency matrix: round(10 x lat / local)".into(),
             "asymmetry kept as published: node 1 -> node 0 20194 MB/s vs node 0 -> node 1 18910 MB/s".into(),
-            "migration costs: defaults (machines.md s4, Zen 3 move_pages figures)".into(),
+            "migration costs: defaults (published move_pages measurements on a 2-socket AMD Zen 3 machine: 1.1 us per 4 KiB page)".into(),
         ],
     }
     .finish()

@@ -301,7 +301,7 @@ impl Parts {
                 m.notes.push(
                     "contended matrix: derived: every CPU group reads the column's node at once, with its \
                      uncontended figure as demand and weight; the node's controller_gbps and the route's \
-                     links are shared by weighted max-min fairness (presets/build.rs fair_share)"
+                     links are shared by weighted max-min fairness (crates/topology/src/presets/build.rs, fair_share)"
                         .into(),
                 );
                 contended_by_fair_share(&m, &self.uncontended)

@@ -124,8 +124,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
         costs: MigrationCosts::default(),
         clock_ghz: 2.45,
         notes: vec![
-            "source: ../shared/spec/machines.md section 3 (AMD EPYC, NPS4: same-package node ~1.7x local \
-             latency, other package ~3.3x; one published report); the part is assumed EPYC 7763-like"
+            "source: one published report on 2-socket AMD EPYC in NPS4 mode (same-package node ~1.7x local \
+             latency, other package ~3.3x); the part is assumed EPYC 7763-like"
                 .into(),
             "CPUs: 64 cores per socket, 16 per NPS4 node, 2 CCDs of 8 cores per node (Zen 3: one CCX per CCD); \
              node k = CPUs 16k..16k+15; one CPU per core (SMT not modelled); 64 GiB per node (assumed)"
@@ -142,8 +142,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
             "distances: derived from the latency matrix: round(10 x lat / local) (firmware on such machines \
              typically reports 10/12/32)"
                 .into(),
-            "migration costs: defaults (machines.md s4: move_pages on a Zen 3 2-socket machine, 1.1 us per \
-             4 KiB page, 3.73 GB/s)"
+            "migration costs: defaults (published move_pages measurements on a 2-socket AMD Zen 3 machine: 1.1 us per 4 KiB page, 3.73 GB/s)"
                 .into(),
         ],
     }

@@ -63,6 +63,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn notes_cite_published_sources_not_files_outside_the_repository() {
+        for (name, _) in list() {
+            let m = get(name).unwrap();
+            assert!(m.notes[0].starts_with("source: "), "{name}: {}", m.notes[0]);
+            for n in &m.notes {
+                for bad in ["../", "shared/", "spec/", "machines.md", "asymsched.md", " s1", " s2", " s4"] {
+                    assert!(!n.contains(bad), "{name}: note cites `{bad}`: {n}");
+                }
+                // Files of this repository are named from its root.
+                if n.contains(".rs") {
+                    assert!(n.contains("crates/topology/src/presets/"), "{name}: {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn every_preset_builds_validates_and_is_complete() {
         assert_eq!(list().len(), 7);
         for (name, desc) in list() {

@@ -186,16 +186,17 @@ pub fn machine() -> Result<Machine, TopologyError> {
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
         clock_ghz: 2.1,
         notes: vec![
-            "source: ../shared/spec/machines.md section 1 (the thesis machine)".into(),
+            "source: the PTB master's thesis on NUMA placement (Pages, Threads and Bandwidth), measurements of its \
+             AMD Opteron 6272 machine".into(),
             "mapping: die Pk = CPUs 8k..8k+7; node id 2j (index j) = dies P2j (DRAM) + P2j+1 (no DRAM); \
              16 GiB per node (published: 16 GB each)"
                 .into(),
             "links: chosen (not published): 16-bit P2j-P2j+1 in each node; 8-bit full mesh of lower dies \
-             P0,P2,P4,P6; 8-bit P1-P7 and P3-P5 (chosen from the published figures, see presets/opteron6272_4n.rs); \
+             P0,P2,P4,P6; 8-bit P1-P7 and P3-P5 (chosen from the published figures, see crates/topology/src/presets/opteron6272_4n.rs); \
              P7 has no link to P0 (published)"
                 .into(),
             "link GB/s: derived: 8-bit = 4 GB/s (published 4 GB/s write over one 8-bit link on the same \
-             processor, s2); 16-bit = 2 x 8-bit"
+             processor in the AsymSched paper, USENIX ATC 2015); 16-bit = 2 x 8-bit"
                 .into(),
             "uncontended GB/s: published entries: P0->node0 ~4 (all lower dies local 4.0), P3->node2 3.32, \
              P2->node0 2.82, P0->node2 3.93, P0->node4 2.80, P1->node4 1.86, P7->node0 3.47, P3->node6 1.56, \
@@ -203,7 +204,7 @@ pub fn machine() -> Result<Machine, TopologyError> {
              other upper->own node = 3.32, upper through its partner upper die = 3.47, upper through its own \
              lower die = mean(1.86,1.56,1.55) = 1.66"
                 .into(),
-            "calibration checks (published, s1, 8 threads on one die, random kernel): spread 1.6-4 GB/s; \
+            "calibration checks (published in the thesis, 8 threads on one die, random kernel): spread 1.6-4 GB/s; \
              interleaved over 4 nodes 3.20 vs 2.87-2.97 single node (averaged over placements); \
              cores 16-19+24-27: interleaved 2.94, node 0/2/4/6: 2.35/3.47/3.12/2.36; \
              bandwidth peaks at 60-70% remote pages when moving pages off a saturated home node"
@@ -213,7 +214,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
                 .into(),
             "distances: derived from the latency of each node's lower die: round(10 x lat / local)".into(),
             "controller_gbps: derived: 1.2 x the 4 GB/s one-die local plateau (random kernel)".into(),
-            "migration: derived from s4: stock migrate_pages on the 2015 AMD machine, ~5 s per GB (19.07 us per \
+            "migration: derived from a published figure, 10 GB by stock migrate_pages in ~51 s on a 2015 AMD Opteron \
+             machine: ~5 s per GB (19.07 us per \
              4 KiB page, 0.2 GB/s); AsymSched's own parallel migration reached 0.3 s per GB (not used here)"
                 .into(),
         ],

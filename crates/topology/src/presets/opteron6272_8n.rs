@@ -213,7 +213,9 @@ pub fn machine() -> Result<Machine, TopologyError> {
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
         clock_ghz: 2.1,
         notes: vec![
-            "source: ../shared/spec/machines.md section 2 and asymsched.md (AsymSched machine A)".into(),
+            "source: machine A of Lepers, Quema, Fedorova, \"Thread and Memory Placement on NUMA Systems: \
+             Asymmetry Matters\", USENIX ATC 2015 (AsymSched)"
+                .into(),
             "nodes: 8 x 8 cores (CPUs 8k..8k+7 on node k), 32 GiB each (published: 256 GB total)".into(),
             "distances: published firmware SLIT of a 4-socket Opteron 6272 server (a different machine)".into(),
             "links: the 18 one-hop pairs of that SLIT + a 19th 8-bit link 7-3 routed only 7->3 (published \
@@ -236,7 +238,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
             "published effects to reproduce: choosing 3 of 8 nodes changes a link-heavy program's speed by \
              2x or more; the best subset has the most total bandwidth, not the fewest hops"
                 .into(),
-            "migration: derived from s4: stock migrate_pages ~5 s per GB on this 2015 machine; AsymSched's \
+            "migration: derived from a published figure, 10 GB by stock migrate_pages in ~51 s on a 2015 AMD Opteron \
+             machine (~5 s per GB); AsymSched's \
              parallel migration 0.3 s per GB is not the default here"
                 .into(),
         ],

@@ -71,9 +71,10 @@ pub fn run(a: Args) -> Result<()> {
     );
     let one_worker = (o1.moved + o2.moved) as f64 / (t5 + t6);
     println!("  batched, 1 worker : {:>12.0} pages/s  ({:.3} s)", one_worker, t5 + t6);
+    let ratio = batched / single.max(1e-9);
     println!(
-        "  ratio             : {:.1}x batched parallel / one page per call (goal >= 10x)",
-        batched / single.max(1e-9)
+        "  ratio             : {ratio:.1}x batched parallel / one page per call; target >= 10x: {}",
+        if ratio >= 10.0 { "pass" } else { "FAIL" }
     );
     let failed: u64 = [&s1, &s2, &b1, &b2, &o1, &o2].iter().map(|c| c.failed.values().sum::<u64>()).sum();
     println!("  failed pages: {failed}; pages back on node {na}: {ok}/{}; data intact: {intact}", addrs.len());

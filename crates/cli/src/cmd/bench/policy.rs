@@ -7,7 +7,8 @@
 //! with an exponentially distributed number of samples of mean `--samples-per-page`, pages on random nodes. `decide` is timed over
 //! `--cycles` calls on the same snapshot (the policy ingests the samples inside `decide`, so the
 //! time includes building the histogram). Figures are wall-clock on the machine running the
-//! bench, single-threaded.
+//! bench, single-threaded. Each case prints the memory it will need before it starts, and its
+//! decision time against a target (see [`target`]): pass or FAIL.
 
 use crate::common::{parse_policies, ParamArgs};
 use anyhow::{bail, Context, Result};
@@ -21,21 +22,25 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Policies to time, comma-separated (any of `ptb policies`).
-    #[arg(long, default_value = "ptb-classic")]
+    #[arg(short, long, value_name = "P,...", default_value = "ptb-classic")]
     policy: String,
-    /// A case THREADSxPAGES[:SAMPLES_PER_PAGE] (repeatable). Default for ptb-classic:
-    /// 64x15000:16 (classic table), 64x1000000:8 and 1024x16000000:2 (exact); for other
-    /// policies 64x1000000:8.
+    /// A case THREADSxPAGES[:SAMPLES_PER_PAGE] (repeatable) instead of the standard ones.
+    /// Standard: 64x15000:16 (the published configuration, seconds and tens of MiB); with
+    /// --large also 64x1000000:8 and, for ptb-classic, 1024x16000000:2 (minutes, GiBs).
     #[arg(long = "case", value_name = "TxP[:S]")]
     cases: Vec<String>,
+    /// Also run the large standard cases (1M pages; 16M pages for ptb-classic): minutes and
+    /// several GiB of memory, printed before they start.
+    #[arg(long, conflicts_with = "cases")]
+    large: bool,
     /// Divide the page count of every case by this (for small machines; say so when quoting).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     scale: u64,
     /// `decide` calls per case (the table shows the fastest and the mean).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3)]
     cycles: u32,
     /// Seed of the synthesised samples.
-    #[arg(long, default_value_t = 1)]
+    #[arg(short, long, default_value_t = 1)]
     seed: u64,
     /// Skip the ingest-rate measurement.
     #[arg(long)]
@@ -49,6 +54,26 @@ struct Case {
     threads: usize,
     pages: u64,
     spp: u64,
+}
+
+impl Case {
+    /// Memory the case needs, roughly: the synthesised samples (about `spp + 0.35` per page:
+    /// the exponential's mean, plus every page's first), the page locations, and the policy's
+    /// per-page state. Fitted to the peak (VmHWM) of release runs of this bench on 64 threads
+    /// x 250,000 and x 1,000,000 pages at 1 and 8 samples per page: 72 B per sample plus 64 B
+    /// per page (ptb-classic's table), 330 (its exact map) or 710 (ptb); other policies are
+    /// assumed to need ptb's. The run ends with its measured peak.
+    fn memory_estimate(&self, kind: PolicyKind, histogram: &str) -> u64 {
+        const BASE: u64 = 16 << 20;
+        const PER_SAMPLE: u64 = 72;
+        let per_page: u64 = match kind {
+            PolicyKind::PtbClassic if histogram == "classic" => 64,
+            PolicyKind::PtbClassic => 330,
+            _ => 710,
+        };
+        let samples = self.pages * (100 * self.spp + 35) / 100;
+        BASE + samples * PER_SAMPLE + self.pages * per_page
+    }
 }
 
 fn parse_case(text: &str, scale: u64) -> Result<Case> {
@@ -163,7 +188,10 @@ pub fn run(args: Args) -> Result<()> {
         "thread moves",
         "page moves",
         "range actions",
+        "target (decide cpu)",
+        "result",
     ]);
+    let mut verdicts = Vec::new();
     let mut ingest = Table::new();
     ingest.set_header(vec![
         "histogram",
@@ -177,17 +205,15 @@ pub fn run(args: Args) -> Result<()> {
     let mut ingested: Vec<u64> = Vec::new();
     for spec in specs {
         let classic = spec.kind == PolicyKind::PtbClassic;
-        let texts: Vec<String> = if !args.cases.is_empty() {
-            args.cases.clone()
-        } else if classic {
-            vec!["64x15000:16".into(), "64x1000000:8".into(), "1024x16000000:2".into()]
-        } else {
-            vec!["64x1000000:8".into()]
-        };
+        let mut texts: Vec<String> = if args.cases.is_empty() { vec![SMALL.into()] } else { args.cases.clone() };
+        if args.large {
+            texts.push("64x1000000:8".into());
+            if classic {
+                texts.push("1024x16000000:2".into());
+            }
+        }
         for (i, text) in texts.iter().enumerate() {
             let case = parse_case(text, args.scale)?;
-            eprintln!("synthesising {} threads x {} pages ...", case.threads, case.pages);
-            let w = synthesise(case, args.seed)?;
             // ptb-classic: the first default case uses the published table, the others the exact
             // map; `--set` overrides either.
             let mut params = ptb_policy::Params::new();
@@ -202,14 +228,21 @@ pub fn run(args: Args) -> Result<()> {
             for s in &args.params.set {
                 params.set_assignment(s)?;
             }
-            let label = if classic {
-                let h = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
-                format!("{spec} ({h})")
-            } else {
-                spec.to_string()
-            };
-            let Timing { best, mean, cpu, stats, moves } = time_policy(spec, &params, &w, args.cycles)?;
+            let histogram = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
+            let label = if classic { format!("{spec} ({histogram})") } else { spec.to_string() };
+            eprintln!(
+                "{label}: synthesising {} threads x {} pages ({} samples per page on average): needs about {} of memory ...",
+                case.threads,
+                case.pages,
+                case.spp,
+                mib(case.memory_estimate(spec.kind, &histogram))
+            );
+            let w = synthesise(case, args.seed)?;
+            let Timing { best, mean, cpu, stats, moves, cycle } = time_policy(spec, &params, &w, args.cycles)?;
             let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
+            let (goal, why) = target(spec.kind, &label, cycle);
+            let pass = cpu <= goal;
+            verdicts.push(pass);
             table.add_row(vec![
                 label,
                 case.threads.to_string(),
@@ -222,6 +255,8 @@ pub fn run(args: Args) -> Result<()> {
                 moves.0.to_string(),
                 moves.1.to_string(),
                 moves.2.to_string(),
+                format!("<= {} ms ({why})", ms(goal)),
+                if pass { "pass" } else { "FAIL" }.to_string(),
             ]);
             if !args.no_ingest && ingested.len() < 2 && case.threads == 64 && !ingested.contains(&case.pages) {
                 ingested.push(case.pages);
@@ -237,7 +272,38 @@ pub fn run(args: Args) -> Result<()> {
         "synthetic snapshots (8-node machine, one thread per CPU, 8 sharing groups); single-threaded; wall clock and this thread's CPU time{}",
         if args.scale > 1 { format!("; page counts divided by --scale {}", args.scale) } else { String::new() }
     );
+    println!(
+        "{} of {} cases meet their target; peak memory of this run (VmHWM): {}",
+        verdicts.iter().filter(|v| **v).count(),
+        verdicts.len(),
+        super::sim::vm_hwm_kib().map_or("unavailable".into(), |k| mib(k * 1024))
+    );
+    if !args.large && args.cases.is_empty() {
+        println!("larger cases (1M and 16M pages, minutes and GiBs): --large, or --case TxP[:S]");
+    }
     Ok(())
+}
+
+/// The standard case: the published configuration (64 threads, 15,000 pages/slots).
+const SMALL: &str = "64x15000:16";
+
+/// The decision-time target of a case and where it comes from. The published PTB spent ~6%
+/// of its run time deciding at 15,000 slots; ptb's own target is 5 ms per cycle at 64
+/// threads x 1M pages; any other policy must at least decide within its own cycle.
+fn target(kind: PolicyKind, label: &str, cycle: Duration) -> (Duration, &'static str) {
+    match kind {
+        PolicyKind::PtbClassic if label.contains("classic") => (cycle.mul_f64(0.06), "6% of its cycle, as published"),
+        PolicyKind::Ptb => (Duration::from_millis(5), "ptb's goal per cycle"),
+        _ => (cycle, "within its own cycle"),
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.0} MiB", (bytes as f64 / (1u64 << 20) as f64).max(1.0))
+    }
 }
 
 /// Time `record_all` of the case's samples into each histogram (best of 3), one core.
@@ -282,6 +348,8 @@ struct Timing {
     stats: Stats,
     /// Thread moves, page moves and range actions of the last plan.
     moves: (usize, usize, usize),
+    /// The policy's own cycle length.
+    cycle: Duration,
 }
 
 type Stats = std::collections::BTreeMap<String, f64>;
@@ -327,5 +395,6 @@ fn time_policy(spec: PolicySpec, params: &ptb_policy::Params, w: &World, cycles:
         moves = (plan.threads.len(), plan.pages.len(), plan.ranges.len());
         stats = plan.stats;
     }
-    Ok(Timing { best, mean: total / cycles.max(1), cpu: best_cpu, stats, moves })
+    let cycle = policy.sampling().cycle;
+    Ok(Timing { best, mean: total / cycles.max(1), cpu: best_cpu, stats, moves, cycle })
 }

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Machine (default: the 8-node opteron6272-8n preset).
-    #[arg(long, default_value = "opteron6272-8n")]
+    /// Machine: a preset (`ptb machines`), `synthetic:SPEC`, or a machine file.
+    #[arg(short, long, default_value = crate::common::DEFAULT_MACHINE)]
     machine: String,
     /// Policy in the loop: `follow` (built-in bench policy: moves up to 4096 sampled pages per
     /// cycle to the node of the thread that sampled them; address samples every `--period` accesses)
     /// or any name from `ptb policies`.
-    #[arg(long, default_value = "follow")]
+    #[arg(short, long, default_value = "follow")]
     policy: String,
     /// Simulated seconds to aim for.
     #[arg(long, default_value_t = 60.0)]
@@ -28,7 +28,7 @@ pub struct Args {
     /// Sampling period of the `follow` policy (one address sample per this many accesses).
     #[arg(long, default_value_t = 4096)]
     period: u64,
-    /// Threads (default 64).
+    /// Threads of the application.
     #[arg(long, default_value_t = 64)]
     threads: usize,
     /// Cycle of the `follow` policy, ms.
@@ -73,7 +73,8 @@ fn thread_cpu_s() -> Option<f64> {
     Some(s.split_whitespace().next()?.parse::<f64>().ok()? / 1e9)
 }
 
-fn vm_hwm_kib() -> Option<u64> {
+/// Peak resident memory of this process (VmHWM), KiB.
+pub(super) fn vm_hwm_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
@@ -155,10 +156,21 @@ pub fn run(args: Args) -> Result<()> {
         r.sim_solves,
         r.sim_solver_iterations as f64 / r.sim_solves.max(1) as f64
     );
-    match vm_hwm_kib() {
+    let peak = vm_hwm_kib();
+    match peak {
         Some(k) => println!("  peak memory (VmHWM): {:.1} MiB", k as f64 / 1024.0),
         None => println!("  peak memory: unavailable (/proc/self/status)"),
     }
-    println!("  target: >= 100 simulated s per wall s, < 1 GiB");
+    let verdict = |ok: bool| if ok { "pass" } else { "FAIL" };
+    let speed = r.runtime_s / wall;
+    println!("  target: >= 100 simulated s per wall s: {speed:.0}: {}", verdict(speed >= 100.0));
+    match peak {
+        Some(k) => println!("  target: < 1 GiB peak memory: {:.1} MiB: {}", k as f64 / 1024.0, verdict(k < 1 << 20)),
+        None => println!("  target: < 1 GiB peak memory: not measured"),
+    }
+    if args.policy == "ptb" {
+        let per_cycle = r.decision_ms / r.cycles.max(1) as f64;
+        println!("  target: ptb decides in <= 5 ms per cycle: {per_cycle:.2} ms: {}", verdict(per_cycle <= 5.0));
+    }
     Ok(())
 }

@@ -119,6 +119,7 @@ pub fn document(info: &Info, runs: &[RunOut], notes: &[String]) -> Result<Docume
             decision_ms: r.seen.decide_ms,
             cycles: r.seen.cycles,
             pages_planned_per_cycle: vec![],
+            pages_planned_at_s: vec![],
             extra,
         });
     }
