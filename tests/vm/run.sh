@@ -120,7 +120,7 @@ rm -rf "$R" && mkdir -p "$R"/{bin,proc,sys,dev,tmp,run}
 cp /bin/busybox "$R/bin/"
 for b in ptb ptb-testapp; do strip -o "$R/bin/$b" "$BIN/$b" 2>/dev/null || cp "$BIN/$b" "$R/bin/"; done
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
-install -m 755 "$REPO/tests/vm/guest-tests.sh" "$R/bin/guest-tests"
+for t in "$REPO"/tests/vm/*-tests.sh; do install -m 755 "$t" "$R/bin/$(basename "$t" .sh)"; done
 cat > "$R/init" <<'IEOF'
 #!/bin/sh
 export PATH=/bin
@@ -163,7 +163,7 @@ boot() {  # boot ACCEL KERNEL
     -no-reboot "${bios[@]}" -kernel "$kimg" -initrd "$W/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((TIMEOUT - 10))" &
   qpid=$!
-  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans' ) &
+  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|thp' ) &
   while kill -0 $qpid 2>/dev/null; do
     if [ $up = 0 ] && grep -q GUEST-UP "$logf"; then up=1; log "guest up after $(( $(ms) - t0 )) ms"; fi
     if [ $up = 0 ] && [ $(( $(ms) - t0 )) -gt $(( BOOT_TIMEOUT * 1000 )) ]; then log "no GUEST-UP in ${BOOT_TIMEOUT}s"; kill $qpid; break; fi

@@ -56,6 +56,8 @@ enum Command {
     Roi(cmd::roi::Args),
     /// Benchmarks that print figures (policy decision time, simulator speed, actuator rate).
     Bench(cmd::bench::Args),
+    /// Run one program pinned on every k-node subset of a machine: best, worst, mean (simulated).
+    Subsets(cmd::subsets::Args),
 }
 
 /// Parse the command line; `--help` of the commands that take `--policy` lists every policy
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Roi(a) => cmd::roi::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Subsets(a) => cmd::subsets::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

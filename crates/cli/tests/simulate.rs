@@ -93,3 +93,45 @@ fn bad_workload_files_are_refused_with_file_and_field() {
     let out = ptb().args(["simulate", "--machine", MACHINE, "--workload", "nosuchthing"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("ptb workloads"));
 }
+
+#[test]
+fn simulate_moves_whole_huge_pages_of_a_huge_pages_object() {
+    // Each thread works on its own slice of data thread 0 first-touched: ptb wants to move most
+    // of it. With `huge_pages = true` every move is a whole 2 MiB huge page (512 base pages).
+    let dir = tempfile::tempdir().unwrap();
+    let mut migrated = Vec::new();
+    for huge in [false, true] {
+        let p = dir.path().join(format!("private-{huge}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "name = \"private\"\nthreads = 8\n[[object]]\nname = \"data\"\nsize_mib = 64\ninit = \"thread:0\"\n\
+                 huge_pages = {huge}\n[[phase]]\nname = \"work\"\nwork_ginstr = 0.4\napki = 25\nmlp = 4\n\
+                 access = [{{ object = \"data\", pattern = \"private\" }}]\n"
+            ),
+        )
+        .unwrap();
+        let out = ptb()
+            .args([
+                "simulate",
+                "--machine",
+                "synthetic:nodes=4,cpus=2,dies=1",
+                "--policy",
+                "ptb",
+                "--json",
+                "--workload",
+            ])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &v["results"][1];
+        assert_eq!(r["policy"], "ptb");
+        let planned = r["policy_stats"]["huge_pages_planned"].as_f64();
+        assert_eq!(planned.is_some(), huge, "huge_pages_planned with huge_pages = {huge}: {planned:?}");
+        migrated.push(r["pages_migrated"].as_u64().unwrap());
+    }
+    assert!(migrated[0] > 0, "ptb moves nothing on base pages: the test shows nothing");
+    assert!(migrated[1] > 0 && migrated[1] % 512 == 0, "huge pages: {} base pages migrated", migrated[1]);
+}

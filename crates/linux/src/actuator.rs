@@ -15,9 +15,21 @@
 //! interleave it, weighted interleave) are expanded into page moves over the resident pages
 //! of the range: mbind(2) only acts on the caller's own address space, so for a managed
 //! process ranges go through move_pages; mbind is used where ptb owns the memory.
+//!
+//! Huge pages: the kernel migrates a huge page whole. Before moving, every page asked is
+//! looked up in its process's huge pages ([`crate::backing`]); the asks inside one huge page
+//! get one node ([`crate::units`]; a range spread gives whole huge pages their nodes by
+//! [`ptb_policy::spread_node`], as the policy layer does), the huge page is moved by one
+//! entry, and every move is checked by a query afterwards ([`crate::pagemove`]): the report
+//! counts base pages and huge pages moved separately, and a page that is not where it was
+//! asked is a failure (reason `huge-page` when its huge page went elsewhere).
 
+use crate::backing::{BasePagesOnly, LiveBacking, PageBacking};
+use crate::pagemove::{self, Kernel, Prepared};
 use crate::procfs::ProcRoot;
 use crate::sys;
+use crate::thp::{self, ThpCounters};
+use crate::units::{self, Ask};
 use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
 use ptb_profile::Tid;
 use ptb_topology::{CpuSet, Machine, NodeIdx};
@@ -121,22 +133,9 @@ fn move_batch(pid: u32, addrs: &[u64], nodes: &[i32]) -> MoveCounts {
     c
 }
 
-/// The reason a page did not move, from its move_pages status.
-fn failure_name(status: i32) -> String {
-    if status < 0 {
-        sys::errno_name(-status)
-    } else {
-        "not-moved".into()
-    }
-}
+use crate::pagemove::failure_name;
 
-/// A failure that may pass by the next cycle: the page was not present (swapped, or under a
-/// protection such as a NUMA hinting fault: some kernels answer ENOENT for those, e.g.
-/// Debian's 6.1 in the VM tests, while 6.12 migrates them),
-/// busy, or left in place by the kernel for a transient reason.
-fn may_pass(status: i32) -> bool {
-    status >= 0 || status == -libc::ENOENT || status == -libc::EBUSY || status == -libc::EAGAIN
-}
+use crate::pagemove::may_pass;
 
 /// Pages retried this many cycles after a failure that may pass are given up.
 const RETRY_CYCLES: u8 = 3;
@@ -144,33 +143,33 @@ const RETRY_CYCLES: u8 = 3;
 /// Page moves that failed for a reason that may pass, to try again on the next cycles.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct RetryQueue {
-    /// (pid, address) -> (kernel node, tries so far).
+    /// (pid, virtual page number) -> (kernel node, tries so far).
     pages: BTreeMap<(u32, u64), (i32, u8)>,
 }
 
 impl RetryQueue {
     /// Take every queued move the new plan does not mention (a page it moves again starts
-    /// afresh), appending it to `moves`; returns the tries so far of each one taken.
-    fn take_into(&mut self, moves: &mut BTreeMap<u32, Vec<(u64, i32)>>) -> BTreeMap<(u32, u64), u8> {
+    /// afresh), appending it to `asks`; returns the tries so far of each one taken.
+    fn take_into(&mut self, asks: &mut BTreeMap<u32, Vec<Ask>>) -> BTreeMap<(u32, u64), u8> {
         if self.pages.is_empty() {
             return BTreeMap::new();
         }
         let planned: std::collections::BTreeSet<(u32, u64)> =
-            moves.iter().flat_map(|(pid, ms)| ms.iter().map(move |(a, _)| (*pid, *a))).collect();
+            asks.iter().flat_map(|(pid, ms)| ms.iter().map(move |a| (*pid, a.vpn))).collect();
         let mut tries = BTreeMap::new();
-        for ((pid, a), (n, t)) in std::mem::take(&mut self.pages) {
-            if !planned.contains(&(pid, a)) {
-                moves.entry(pid).or_default().push((a, n));
-                tries.insert((pid, a), t);
+        for ((pid, vpn), (node, t)) in std::mem::take(&mut self.pages) {
+            if !planned.contains(&(pid, vpn)) {
+                asks.entry(pid).or_default().push(Ask { vpn, node });
+                tries.insert((pid, vpn), t);
             }
         }
         tries
     }
     /// A move failed with `status`: queue it again while it may pass and tries are left.
-    fn failed(&mut self, pid: u32, addr: u64, node: i32, status: i32, tries_before: u8) {
+    fn failed(&mut self, pid: u32, vpn: u64, node: i32, status: i32, tries_before: u8) {
         let t = tries_before + 1;
         if may_pass(status) && t <= RETRY_CYCLES {
-            self.pages.insert((pid, addr), (node, t));
+            self.pages.insert((pid, vpn), (node, t));
         }
     }
     fn len(&self) -> usize {
@@ -181,10 +180,19 @@ impl RetryQueue {
 /// What the last `apply` tried, page by page (kept only when asked, for plan logs and tests).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Journal {
-    /// (pid, virtual page number, kernel node) of every page move attempted.
+    /// (pid, virtual page number, kernel node) of every base-page move attempted.
     pub attempted: Vec<(u32, u64, i32)>,
-    /// (pid, virtual page number, reason) of every attempted move that failed.
+    /// (pid, first virtual page number, kernel node, base pages) of every huge page moved whole.
+    pub huge: Vec<(u32, u64, i32, u64)>,
+    /// (pid, virtual page number, reason) of every attempted move that failed; a huge page
+    /// by its first page.
     pub failed: Vec<(u32, u64, String)>,
+    /// The kernel's transparent huge page migration counters (/proc/vmstat, machine-wide)
+    /// over the moves: how many huge pages it migrated, failed to, or split to migrate.
+    pub thp: Option<ThpCounters>,
+    /// Seconds spent before the first move: expanding ranges, finding huge pages, querying
+    /// where the pages are (the rest of the apply is moving and checking).
+    pub lookup_s: f64,
 }
 
 /// Move pages of process `pid` ((address, kernel node) pairs) in batches of `batch`, spread
@@ -231,6 +239,26 @@ pub fn query_pages(pid: u32, addrs: &[u64]) -> io::Result<Vec<i32>> {
         sys::move_pages(pid as i32, a, None, s, 0)?;
     }
     Ok(st)
+}
+
+/// The kernel as [`pagemove`] sees it: move_pages(2) batched over worker threads.
+struct LiveKernel {
+    page_size: u64,
+    workers: usize,
+    batch: usize,
+}
+
+impl Kernel for LiveKernel {
+    fn query(&self, pid: u32, vpns: &[u64]) -> Vec<i32> {
+        let addrs: Vec<u64> = vpns.iter().map(|v| v * self.page_size).collect();
+        query_pages(pid, &addrs).unwrap_or_else(|e| vec![-e.raw_os_error().unwrap_or(libc::ESRCH); vpns.len()])
+    }
+    fn move_pages(&self, pid: u32, moves: &[(u64, i32)]) -> Vec<i32> {
+        let by_addr: Vec<(u64, i32)> = moves.iter().map(|(v, n)| (v * self.page_size, *n)).collect();
+        let c = move_pages_batched(pid, &by_addr, self.workers, self.batch);
+        let failed: std::collections::HashMap<u64, i32> = c.failed_pages.iter().map(|(a, _, s)| (*a, *s)).collect();
+        by_addr.iter().map(|(a, n)| failed.get(a).copied().unwrap_or(*n)).collect()
+    }
 }
 
 /// The real actuator: changes real processes.
@@ -330,8 +358,10 @@ impl LinuxActuator {
         &self.saved
     }
 
-    /// Expand a range action into (pid, addr, kernel node) moves over its resident pages.
-    fn expand_range(&self, pid: u32, start_vpn: u64, npages: u64, op: &RangeOp) -> Vec<(u64, i32)> {
+    /// Expand a range action into asks over its resident pages that are not on their node.
+    /// Base pages follow the op's pattern by page offset (as the kernel interleaves); a page
+    /// inside a huge page gets the node [`ptb_policy::spread_node`] gives the whole huge page.
+    fn expand_range(&self, pid: u32, start_vpn: u64, npages: u64, op: &RangeOp, b: &mut dyn PageBacking) -> Vec<Ask> {
         let ps = self.machine.page_size;
         let addrs: Vec<u64> = (start_vpn..start_vpn + npages).map(|v| v * ps).collect();
         let Ok(st) = query_pages(pid, &addrs) else { return vec![] };
@@ -348,46 +378,60 @@ impl LinuxActuator {
         if pattern.is_empty() {
             return vec![];
         }
-        // The kernel interleaves by page offset; so do we, so a range looks the same either way.
-        addrs
-            .iter()
-            .zip(st)
-            .enumerate()
-            .filter(|(_, (_, s))| *s >= 0)
-            .map(|(i, (&a, s))| (a, s, pattern[(start_vpn as usize + i) % pattern.len()]))
-            .filter(|(_, s, to)| s != to)
-            .map(|(a, _, to)| (a, to))
-            .collect()
+        let mut out = Vec::new();
+        for (i, s) in st.into_iter().enumerate() {
+            if s < 0 {
+                continue;
+            }
+            let vpn = start_vpn + i as u64;
+            let to = match b.unit_of(vpn) {
+                Some(u) => match ptb_policy::spread_node(op, u.head / u.pages.max(1)) {
+                    Some(n) => self.kernel_node(n),
+                    None => continue,
+                },
+                // The kernel interleaves by page offset; so do we, so a range looks the same either way.
+                None => pattern[(vpn % pattern.len() as u64) as usize],
+            };
+            if s != to {
+                out.push(Ask { vpn, node: to });
+            }
+        }
+        out
     }
 }
 
-/// Drop moves over the budget and over each node's headroom; count them.
+/// Drop moves over the budget and over each node's headroom; count them (in base pages asked).
+/// A huge page weighs the base pages it copies. Returns the pages admitted.
 fn admit(
-    moves: BTreeMap<u32, Vec<(u64, i32)>>,
+    work: &mut [Prepared],
     budget: Option<u64>,
     headroom_pages: &BTreeMap<i32, u64>,
     report: &mut ApplyReport,
-) -> BTreeMap<u32, Vec<(u64, i32)>> {
+) -> u64 {
     let mut left = budget.unwrap_or(u64::MAX);
     let mut room = headroom_pages.clone();
-    let mut out: BTreeMap<u32, Vec<(u64, i32)>> = BTreeMap::new();
-    for (pid, ms) in moves {
-        for (a, n) in ms {
-            if left == 0 {
-                *report.pages_failed.entry("budget".into()).or_default() += 1;
-                continue;
+    let mut used = 0;
+    let mut take = |node: i32, weight: u64, asked: u64, report: &mut ApplyReport| -> bool {
+        let why = if left < weight {
+            "budget"
+        } else if room.get(&node).is_some_and(|r| *r < weight) {
+            "headroom"
+        } else {
+            left -= weight;
+            if let Some(r) = room.get_mut(&node) {
+                *r -= weight;
             }
-            let r = room.entry(n).or_insert(u64::MAX);
-            if *r == 0 {
-                *report.pages_failed.entry("headroom".into()).or_default() += 1;
-                continue;
-            }
-            *r -= 1;
-            left -= 1;
-            out.entry(pid).or_default().push((a, n));
-        }
+            used += weight;
+            return true;
+        };
+        *report.pages_failed.entry(why.into()).or_default() += asked;
+        false
+    };
+    for p in work.iter_mut() {
+        p.base.retain(|a| take(a.node, 1, 1, report));
+        p.huge.retain(|w| take(w.ask.node, w.to_move(), w.ask.winners().count().max(1) as u64, report));
     }
-    out
+    used
 }
 
 impl Actuator for LinuxActuator {
@@ -424,45 +468,72 @@ impl Actuator for LinuxActuator {
             }
         }
         let ps = self.machine.page_size;
-        let mut moves: BTreeMap<u32, Vec<(u64, i32)>> = BTreeMap::new();
+        let mut asks: BTreeMap<u32, Vec<Ask>> = BTreeMap::new();
         for p in &plan.pages {
-            moves.entry(p.page.app).or_default().push((p.page.vpn * ps, self.kernel_node(p.to)));
+            asks.entry(p.page.app).or_default().push(Ask { vpn: p.page.vpn, node: self.kernel_node(p.to) });
         }
+        // Where no process can hold huge pages, nothing is looked up.
+        let t_start = std::time::Instant::now();
+        let huge_in_use = thp::huge_pages_possible(&self.root);
+        let mut backings: BTreeMap<u32, Box<dyn PageBacking>> = BTreeMap::new();
+        let root = self.root.clone();
+        let backing = |pid: u32| -> Box<dyn PageBacking> {
+            if huge_in_use {
+                Box::new(LiveBacking::open(&root, pid, ps))
+            } else {
+                Box::new(BasePagesOnly)
+            }
+        };
         for r in &plan.ranges {
-            let m = self.expand_range(r.app, r.start_vpn, r.npages, &r.op);
-            moves.entry(r.app).or_default().extend(m);
+            let b = backings.entry(r.app).or_insert_with(|| backing(r.app));
+            let m = self.expand_range(r.app, r.start_vpn, r.npages, &r.op, b.as_mut());
+            asks.entry(r.app).or_default().extend(m);
             report.ranges_applied += 1;
         }
         // Earlier failures that may have passed, unless this plan says something new about the
         // page. A page the plan moves again starts its retries afresh.
-        let tries = self.retry.take_into(&mut moves);
+        let tries = self.retry.take_into(&mut asks);
         report.pages_retried = tries.len() as u64;
+        let kernel = LiveKernel { page_size: ps, workers: self.cfg.workers, batch: self.cfg.batch };
+        let mut work: Vec<Prepared> = Vec::new();
+        for (pid, a) in asks {
+            let b = backings.entry(pid).or_insert_with(|| backing(pid));
+            work.push(pagemove::prepare(pid, units::group(&a, b.as_mut()), &kernel));
+        }
         let mut headroom = BTreeMap::new();
         for n in &self.machine.nodes {
             let free = self.root.node_free_bytes(n.id.0).unwrap_or(0);
             headroom.insert(n.id.0 as i32, free.saturating_sub(self.cfg.reserve_bytes) / ps);
         }
-        let admitted = admit(moves, self.budget_pages, &headroom, &mut report);
+        let used = admit(&mut work, self.budget_pages, &headroom, &mut report);
+        let t_looked = t_start.elapsed().as_secs_f64();
+        let moving = work.iter().any(|p| !p.base.is_empty() || !p.huge.is_empty());
+        let thp_before = if moving && huge_in_use { thp::thp_counters(&self.root).ok() } else { None };
         if let Some(j) = &mut self.journal {
             *j = Journal::default();
-            for (pid, ms) in &admitted {
-                j.attempted.extend(ms.iter().map(|(a, n)| (*pid, a / ps, *n)));
-            }
         }
-        let mut used = 0;
-        for (pid, ms) in admitted {
-            let c = move_pages_batched(pid, &ms, self.cfg.workers, self.cfg.batch);
-            used += ms.len() as u64;
-            report.pages_moved += c.moved;
-            for (k, v) in c.failed {
+        for p in work {
+            let pid = p.pid;
+            let o = pagemove::execute(p, &kernel);
+            report.pages_moved += o.pages_moved;
+            report.huge_pages_moved += o.huge_pages_moved;
+            for (k, v) in o.failed {
                 *report.pages_failed.entry(k).or_default() += v;
             }
-            for (a, n, st) in c.failed_pages {
-                self.retry.failed(pid, a, n, st, tries.get(&(pid, a)).copied().unwrap_or(0));
-                if let Some(j) = &mut self.journal {
-                    j.failed.push((pid, a / ps, failure_name(st)));
-                }
+            for (vpn, node, st) in o.retry {
+                self.retry.failed(pid, vpn, node, st, tries.get(&(pid, vpn)).copied().unwrap_or(0));
             }
+            if let Some(j) = &mut self.journal {
+                j.attempted.extend(o.attempted.iter().map(|(v, n)| (pid, *v, *n)));
+                j.huge.extend(o.huge.iter().map(|(v, n, k)| (pid, *v, *n, *k)));
+                j.failed.extend(o.failures.into_iter().map(|(v, why)| (pid, v, why)));
+            }
+        }
+        if let Some(j) = &mut self.journal {
+            j.lookup_s = t_looked;
+        }
+        if let (Some(before), Some(j)) = (thp_before, &mut self.journal) {
+            j.thp = thp::thp_counters(&self.root).ok().map(|after| after.since(&before));
         }
         if let Some(b) = &mut self.budget_pages {
             *b = b.saturating_sub(used);
@@ -567,49 +638,66 @@ mod tests {
 
     #[test]
     fn failures_that_may_pass_are_retried_three_cycles_and_a_new_plan_wins() {
+        let ask = |vpn, node| Ask { vpn, node };
         let mut q = RetryQueue::default();
-        q.failed(1, 0x1000, 2, -libc::ENOENT, 0);
-        q.failed(1, 0x2000, 2, -libc::EBUSY, 0);
-        q.failed(1, 0x3000, 2, -libc::EFAULT, 0); // gone for good: not retried
-        q.failed(1, 0x4000, 2, -libc::ENOMEM, 0);
-        q.failed(1, 0x5000, 2, 0, 0); // the kernel left it on node 0
+        q.failed(1, 1, 2, -libc::ENOENT, 0);
+        q.failed(1, 2, 2, -libc::EBUSY, 0);
+        q.failed(1, 3, 2, -libc::EFAULT, 0); // gone for good: not retried
+        q.failed(1, 4, 2, -libc::ENOMEM, 0);
+        q.failed(1, 5, 2, 0, 0); // the kernel left it on node 0
         assert_eq!(q.len(), 3);
-        // The next plan moves 0x2000 elsewhere: that wins; the other two are taken.
-        let mut moves = BTreeMap::from([(1u32, vec![(0x2000u64, 3i32)])]);
-        let tries = q.take_into(&mut moves);
+        // The next plan moves page 2 elsewhere: that wins; the other two are taken.
+        let mut asks = BTreeMap::from([(1u32, vec![ask(2, 3)])]);
+        let tries = q.take_into(&mut asks);
         assert_eq!(tries.len(), 2);
-        assert_eq!(moves[&1], vec![(0x2000, 3), (0x1000, 2), (0x5000, 2)]);
+        assert_eq!(asks[&1], vec![ask(2, 3), ask(1, 2), ask(5, 2)]);
         assert_eq!(q.len(), 0);
-        // 0x1000 keeps failing: queued after tries 1 and 2, given up after the third.
+        // Page 1 keeps failing: queued after tries 1 and 2, given up after the third.
         let mut t = 1;
         loop {
-            q.failed(1, 0x1000, 2, -libc::ENOENT, t);
+            q.failed(1, 1, 2, -libc::ENOENT, t);
             let mut m = BTreeMap::new();
             let got = q.take_into(&mut m);
             if got.is_empty() {
                 break;
             }
-            t = got[&(1, 0x1000)];
+            t = got[&(1, 1)];
         }
         assert_eq!(t, RETRY_CYCLES);
     }
 
     #[test]
     fn budget_and_headroom_drop_and_count() {
-        let mut moves = BTreeMap::new();
-        moves.insert(1u32, (0..10u64).map(|i| (i * 4096, (i % 2) as i32)).collect::<Vec<_>>());
-        let mut room = BTreeMap::new();
-        room.insert(0, 2u64);
-        room.insert(1, 100u64);
+        use crate::backing::Unit;
+        use crate::pagemove::HugeWork;
+        use crate::units::HugeAsk;
+        let base: Vec<Ask> = (0..10u64).map(|i| Ask { vpn: i, node: (i % 2) as i32 }).collect();
+        // A huge page of 8 pages (6 to copy) for node 1, asked for 3 of its pages.
+        let huge = HugeWork {
+            ask: HugeAsk {
+                unit: Unit { head: 64, pages: 8, known: true },
+                node: 1,
+                asks: (64..67).map(|vpn| Ask { vpn, node: 1 }).collect(),
+            },
+            before: vec![0, 0, 0, 0, 0, 0, 1, 1],
+            probes: vec![64],
+        };
+        let mut work = vec![Prepared { pid: 1, base, huge: vec![huge.clone()], ..Default::default() }];
+        let room = BTreeMap::from([(0, 2u64), (1, 100u64)]);
         let mut rep = ApplyReport::default();
-        let out = admit(moves, Some(6), &room, &mut rep);
-        let kept = &out[&1];
-        assert_eq!(kept.iter().filter(|(_, n)| *n == 0).count(), 2);
-        assert_eq!(kept.len() as u64 + rep.failed(), 10);
+        let used = admit(&mut work, Some(6), &room, &mut rep);
+        let kept = &work[0].base;
+        assert_eq!(kept.iter().filter(|a| a.node == 0).count(), 2);
         assert_eq!(kept.len(), 6);
-        // Pages to node 0 beyond its 2 free pages: i = 4, 6; then the budget runs out: i = 8, 9.
+        assert_eq!(used, 6);
+        // Pages to node 0 beyond its 2 free pages: 4, 6; then the budget runs out: 8, 9, and
+        // the huge page (its 3 asked pages).
         assert_eq!(rep.pages_failed.get("headroom"), Some(&2));
-        assert_eq!(rep.pages_failed.get("budget"), Some(&2));
+        assert_eq!(rep.pages_failed.get("budget"), Some(&5));
+        assert!(work[0].huge.is_empty());
+        // With room, the huge page weighs the 6 pages it copies.
+        let mut work = vec![Prepared { pid: 1, huge: vec![huge], ..Default::default() }];
+        assert_eq!(admit(&mut work, None, &BTreeMap::new(), &mut ApplyReport::default()), 6);
     }
 
     /// Real move_pages on this process: moving pages to the node they are on succeeds

@@ -71,9 +71,12 @@ pub struct Config {
     pub stats: Arc<Mutex<Stats>>,
     /// Append every applied plan here as a JSON line (`{"cycle", "unix_ms" (when the moves
     /// ended), "plan", "page_moves": [[pid, vpn,
-    /// kernel node]], "page_failures": [[pid, vpn, "ENOENT"]], "thread_moves": [[tid, "cpu
-    /// list"]], "report"}`). With a real actuator the page moves are the pages tried (ranges
-    /// expanded, retries of earlier failures included).
+    /// kernel node]], "page_failures": [[pid, vpn, "ENOENT"]], "huge_moves": [[pid, first vpn,
+    /// kernel node, base pages]], "thp": {"migration_success", ...}, "thread_moves": [[tid, "cpu
+    /// list"]], "report"}`). With a real actuator the page moves are the base pages tried (ranges
+    /// expanded, retries of earlier failures included), huge pages moved whole are in
+    /// `huge_moves` (a failure names a huge page by its first vpn), and `thp` is the kernel's
+    /// machine-wide count of huge-page migrations over the moves.
     pub plan_log: Option<std::path::PathBuf>,
 }
 
@@ -93,6 +96,11 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         None => plan.pages.iter().map(|p| (p.page.app, p.page.vpn, i64::from(m.node(p.to).id.0))).collect(),
     };
     let failures = journal.map(|j| j.failed.clone()).unwrap_or_default();
+    let huge = journal.map(|j| j.huge.clone()).unwrap_or_default();
+    let thp = journal.and_then(|j| j.thp).map(|t| {
+        serde_json::json!({ "migration_success": t.migration_success, "migration_fail": t.migration_fail,
+                            "migration_split": t.migration_split })
+    });
     let threads: Vec<(u32, String)> = plan
         .threads
         .iter()
@@ -107,6 +115,7 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
     let unix_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     let line = serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
+                                   "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
                                    "thread_moves": threads, "report": report });
     let r = std::fs::OpenOptions::new()
         .create(true)
@@ -189,6 +198,7 @@ fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Opti
 fn merge(stats: &mut Stats, r: &ApplyReport) {
     stats.threads_moved += r.threads_moved;
     stats.pages_moved += r.pages_moved;
+    stats.huge_pages_moved += r.huge_pages_moved;
     stats.pages_retried += r.pages_retried;
     for (k, v) in &r.pages_failed {
         *stats.pages_failed.entry(k.clone()).or_default() += v;
@@ -250,9 +260,14 @@ pub fn run(
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
                 eprintln!(
-                    "ptb: start: {} threads pinned, {} pages moved, {} failed ({} ranges)",
+                    "ptb: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
                     r.threads_moved,
                     r.pages_moved,
+                    if r.huge_pages_moved > 0 {
+                        format!(" and {} huge pages", r.huge_pages_moved)
+                    } else {
+                        String::new()
+                    },
                     r.failed(),
                     r.ranges_applied
                 );
@@ -265,6 +280,7 @@ pub fn run(
     let mut n = 0u64;
     let mut last_cycle = Instant::now();
     let mut signal = None;
+    let mut was_paused = false;
     loop {
         // Sleep until the end of the cycle, watching for signals and target exit.
         let deadline = last_cycle + cycle;
@@ -306,6 +322,11 @@ pub fn run(
                 states.contains(&Some(false))
             }
         };
+        if paused != was_paused && cfg.summary_lines {
+            // Said once the cycle in flight is over: nothing moves after this line.
+            eprintln!("ptb: placement {}", if paused { "paused (region of interest off)" } else { "resumed" });
+        }
+        was_paused = paused;
         if paused {
             let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
             s.cycles += 1;
@@ -377,13 +398,14 @@ pub fn run(
         }
         let fails: Vec<String> = report.pages_failed.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let line = format!(
-            "ptb: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={} failed={}{} decide={decide_ms:.2}ms{}",
+            "ptb: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={}{} failed={}{} decide={decide_ms:.2}ms{}",
             t0.elapsed().as_secs_f64(),
             cycle_samples.len(),
             s.samples_lost,
             threads.len(),
             report.threads_moved,
             report.pages_moved,
+            if report.huge_pages_moved > 0 { format!(" huge-pages={}", report.huge_pages_moved) } else { String::new() },
             report.failed(),
             if fails.is_empty() { String::new() } else { format!(" ({})", fails.join(",")) },
             if refused { " plan-refused" } else { "" }

@@ -12,6 +12,7 @@
 //! Safety rules live in [`safety`]: who may be managed, and what is put back on exit.
 
 pub mod actuator;
+pub mod backing;
 pub mod daemon;
 pub mod holder;
 pub mod launch;
@@ -19,10 +20,13 @@ pub mod live;
 pub mod metrics;
 pub mod observe;
 pub mod offline;
+pub mod pagemove;
 pub mod perf;
 pub mod procfs;
 pub mod record;
 pub mod roi;
 pub mod safety;
 pub mod sys;
+pub mod thp;
 pub mod trace;
+pub mod units;

@@ -17,7 +17,10 @@ pub struct Stats {
     pub samples: u64,
     pub samples_lost: u64,
     pub threads_moved: u64,
+    /// Base (4 KiB) pages migrated one by one.
     pub pages_moved: u64,
+    /// Huge pages migrated whole (transparent huge pages, hugetlbfs pages).
+    pub huge_pages_moved: u64,
     /// Page moves tried again after a failure that may pass (ENOENT, EBUSY, EAGAIN).
     pub pages_retried: u64,
     /// Pages not moved, by reason.
@@ -40,7 +43,8 @@ fn metrics(s: &Stats) -> Vec<(&'static str, &'static str, f64)> {
         ("ptb_samples_total", "Samples delivered by the sample source", s.samples as f64),
         ("ptb_samples_lost_total", "Samples the kernel reported lost", s.samples_lost as f64),
         ("ptb_threads_moved_total", "Thread moves applied", s.threads_moved as f64),
-        ("ptb_pages_moved_total", "Pages migrated", s.pages_moved as f64),
+        ("ptb_pages_moved_total", "Base pages migrated", s.pages_moved as f64),
+        ("ptb_huge_pages_moved_total", "Huge pages migrated whole", s.huge_pages_moved as f64),
         ("ptb_pages_retried_total", "Page moves tried again after a failure that may pass", s.pages_retried as f64),
         ("ptb_plans_refused_total", "Plans refused by validation", s.plans_refused as f64),
         ("ptb_cycles_paused_total", "Cycles skipped outside the region of interest", s.cycles_paused as f64),

@@ -1,11 +1,13 @@
 //! What the daemon observes each cycle about its targets: threads and the CPU/node they last
-//! ran on, memory regions with resident pages per node (numa_maps), the node of sampled pages
+//! ran on, memory regions with resident pages per node (numa_maps) and their huge-page backed
+//! ranges (smaps, page flags), the node of sampled pages
 //! (move_pages query) and free memory per node (sysfs).
 
 use crate::actuator::query_pages;
+use crate::backing::LiveBacking;
 use crate::procfs::{ProcError, ProcRoot};
 use crate::sys;
-use ptb_policy::{PageLocations, Region, ThreadState};
+use ptb_policy::{HugeBacking, PageLocations, Region, ThreadState};
 use ptb_profile::{AppId, PageKey, Sample};
 use ptb_topology::{CpuId, GroupIdx, Machine, NodeId, NodeIdx};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,9 +69,20 @@ pub fn page_locations(m: &Machine, samples: &[Sample]) -> PageLocations {
     loc
 }
 
-/// Private anonymous regions of a process with resident pages per dense node.
+/// Blocks looked at per process and cycle to find transparent huge pages (32 GiB of 2 MiB
+/// pages); beyond, mappings with huge pages count as huge-page backed whole.
+const HUGE_BLOCKS_PER_CYCLE: usize = 16_384;
+
+/// Private anonymous regions of a process with resident pages per dense node, and which of
+/// their pages are huge-page backed ([`LiveBacking::huge_ranges`]; nothing is read where no
+/// process can hold huge pages, see [`crate::thp::huge_pages_possible`]).
 pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, ProcError> {
     let maps = root.maps(pid)?;
+    let huge: Vec<(u64, u64, u64)> = if crate::thp::huge_pages_possible(root) {
+        LiveBacking::open(root, pid, m.page_size).huge_ranges(HUGE_BLOCKS_PER_CYCLE)
+    } else {
+        vec![]
+    };
     let numa: BTreeMap<u64, _> = root.numa_maps(pid)?.into_iter().map(|n| (n.start, n)).collect();
     let mut out = Vec::new();
     for mp in maps.iter().filter(|x| x.is_anon_data()) {
@@ -87,12 +100,19 @@ pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, Pr
         if mp.no_access() && resident.iter().all(|c| *c == 0) {
             continue;
         }
+        let (lo, hi) = (mp.start / m.page_size, mp.end / m.page_size);
+        let inside: Vec<&(u64, u64, u64)> = huge.iter().filter(|h| h.0 < hi && lo < h.1).collect();
+        let backing = match inside.first() {
+            Some(h) => HugeBacking::new(h.2, inside.iter().filter(|x| x.2 == h.2).map(|x| (x.0.max(lo), x.1.min(hi)))),
+            None => HugeBacking::default(),
+        };
         out.push(Region {
             app: pid,
-            start_vpn: mp.start / m.page_size,
-            npages: (mp.end - mp.start) / m.page_size,
+            start_vpn: lo,
+            npages: hi - lo,
             name: if mp.path.is_empty() { "[anon]".into() } else { mp.path.clone() },
             resident,
+            huge: backing,
         });
     }
     Ok(out)

@@ -105,7 +105,14 @@ pub fn plan(trace: &Trace, m: &Machine, policy: &mut dyn Policy, allowed: &NodeS
                 .map(|r| {
                     let mut resident = r.resident.clone();
                     resident.resize(nn, 0);
-                    Region { app: r.app, start_vpn: r.start_vpn, npages: r.npages, name: r.name.clone(), resident }
+                    Region {
+                        app: r.app,
+                        start_vpn: r.start_vpn,
+                        npages: r.npages,
+                        name: r.name.clone(),
+                        resident,
+                        huge: Default::default(),
+                    }
                 })
                 .collect();
             if free_bytes.len() == nn && m.source == trace.machine.source {

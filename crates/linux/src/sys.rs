@@ -181,11 +181,14 @@ pub fn errno_name(e: i32) -> String {
     }
 }
 
-/// A private anonymous mapping of base pages (no transparent huge pages), unmapped on drop:
-/// memory ptb owns, for benchmarks and tests of page migration.
+/// A private anonymous mapping, unmapped on drop: memory ptb owns, for benchmarks and tests of
+/// page migration. Base pages only ([`AnonBuffer::new`]) or transparent huge pages where the
+/// kernel gives them ([`AnonBuffer::with_huge_pages`]).
 pub struct AnonBuffer {
     ptr: *mut u8,
     len: usize,
+    /// The whole mapping (larger than `len` when aligned for huge pages).
+    map: (*mut u8, usize),
 }
 
 /// An anonymous private read-write mapping of `len` bytes (page aligned, zero filled, not yet
@@ -217,7 +220,28 @@ impl AnonBuffer {
             libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE);
             std::ptr::write_bytes(p, fill, len);
         }
-        Ok(AnonBuffer { ptr: p, len })
+        Ok(AnonBuffer { ptr: p, len, map: (p, len) })
+    }
+
+    /// Map `len` bytes starting on a huge-page boundary (2 MiB, or the kernel's
+    /// `hpage_pmd_size`), advise MADV_HUGEPAGE and fill them: the kernel backs every whole
+    /// aligned block with a transparent huge page where THP is `always` or `madvise` and it
+    /// has one free; under `never`, base pages.
+    pub fn with_huge_pages(len: usize, fill: u8) -> io::Result<Self> {
+        let ps = page_size();
+        let huge = crate::thp::pmd_size(&crate::procfs::ProcRoot::live(), ps).unwrap_or(2 << 20) as usize;
+        // Whole huge pages around the buffer, so its last block can be one too.
+        let total = len.next_multiple_of(huge) + huge;
+        let p = map_anon(total)?;
+        let start = (p as usize).next_multiple_of(huge) as *mut u8;
+        // SAFETY: `start..start + len` rounded up to whole huge pages lies inside our fresh
+        // mapping of `total` bytes (start is less than `huge` bytes past `p`); advice on it and
+        // writes to the first `len` bytes.
+        unsafe {
+            libc::madvise(start.cast(), len.next_multiple_of(huge), libc::MADV_HUGEPAGE);
+            std::ptr::write_bytes(start, fill, len);
+        }
+        Ok(AnonBuffer { ptr: start, len, map: (p, total) })
     }
     /// Address of each base page.
     pub fn page_addrs(&self) -> Vec<u64> {
@@ -243,7 +267,7 @@ unsafe impl Sync for AnonBuffer {}
 impl Drop for AnonBuffer {
     fn drop(&mut self) {
         // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+        unsafe { libc::munmap(self.map.0 as *mut libc::c_void, self.map.1) };
     }
 }
 

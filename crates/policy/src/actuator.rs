@@ -20,8 +20,14 @@ pub struct Capabilities {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApplyReport {
     pub threads_moved: u64,
+    /// Base (4 KiB) pages moved one by one.
     pub pages_moved: u64,
-    /// Pages not moved, by reason (e.g. `ENOENT`, `EBUSY`, `budget`, `headroom`).
+    /// Huge pages moved whole (transparent huge pages on Linux; in the simulator, every
+    /// migration of a huge page of a `huge_pages` object). Not counted in `pages_moved`.
+    #[serde(default)]
+    pub huge_pages_moved: u64,
+    /// Base pages not moved where the plan asked, by reason (e.g. `ENOENT`, `EBUSY`, `budget`,
+    /// `headroom`, `huge-page`: the huge page holding it went elsewhere).
     pub pages_failed: BTreeMap<String, u64>,
     pub ranges_applied: u64,
     /// Pages tried again after an earlier failure that may pass (e.g. EBUSY).

@@ -139,7 +139,8 @@ impl FromStr for PolicySpec {
     }
 }
 
-/// Build a policy from its spec and parameters. Unknown or bad parameters are errors.
+/// Build a policy from its spec and parameters, its plans passed through
+/// [`crate::huge::whole_huge_pages`]. Unknown or bad parameters are errors.
 pub fn build(spec: PolicySpec, params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     let inner: Box<dyn Policy> = match spec.kind {
         PolicyKind::Ptb => Box::new(crate::ptb::Ptb::from_params(params)?),
@@ -152,11 +153,10 @@ pub fn build(spec: PolicySpec, params: &Params) -> Result<Box<dyn Policy>, Polic
         PolicyKind::FirstTouch => Box::new(crate::first_touch::FirstTouch::from_params(params)?),
         PolicyKind::Fixed => Box::new(crate::fixed::Fixed::from_params(params)?),
     };
-    if spec.selective_filter {
-        Ok(Box::new(crate::selective::SelectiveFilter::wrap(inner, params)?))
-    } else {
-        Ok(inner)
-    }
+    let inner: Box<dyn Policy> =
+        if spec.selective_filter { Box::new(crate::selective::SelectiveFilter::wrap(inner, params)?) } else { inner };
+    // Every plan gives each huge page one node (a no-op where no region has huge pages).
+    Ok(Box::new(crate::huge::WholeHugePages::wrap(inner)))
 }
 
 #[cfg(test)]

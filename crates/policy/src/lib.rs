@@ -13,6 +13,7 @@
 //! by [`build`].
 
 pub mod actuator;
+pub mod huge;
 pub mod kind;
 pub mod params;
 pub mod plan;
@@ -29,6 +30,7 @@ pub mod ptb_classic;
 pub mod selective;
 
 pub use actuator::{Actuator, ApplyReport, Capabilities};
+pub use huge::{spread_node, whole_huge_pages, HugeBacking};
 pub use kind::{build, PolicyKind, PolicySpec};
 pub use params::{ParamDoc, Params, Section};
 pub use plan::{

@@ -31,6 +31,9 @@ pub struct Region {
     pub name: String,
     /// Resident pages per node (dense node index).
     pub resident: Vec<u64>,
+    /// Page ranges backed by huge pages (Linux transparent huge pages; `huge_pages = true`
+    /// objects in the simulator): a move there takes whole huge pages ([`crate::huge`]).
+    pub huge: crate::huge::HugeBacking,
 }
 
 /// Where pages live, as a policy asks: the node of a page, if the driver knows it.

@@ -2,7 +2,9 @@
 //! the moves cost.
 //!
 //! Costs (from the machine's `costs`, machines.md §4):
-//! - page migration: each moved page costs `max(page_us, page_bytes / copy_gbps)` of CPU time.
+//! - page migration: each moved page costs `max(page_us, page_bytes / copy_gbps)` of CPU time
+//!   (a huge page of a `huge_pages` object moves whole, costing `max(page_us, 2 MiB /
+//!   copy_gbps)`: see `huge`).
 //!   The CPU time of a plan is charged per application, split evenly over the application's
 //!   live threads on the destination node (all its threads when none runs there) — like the
 //!   kernel migrating on the faulting/calling threads. The copies also load the source
@@ -109,11 +111,14 @@ impl Run<'_> {
         }
         let ps = self.sim.machine.page_size as f64;
         let per_page_ns = (costs.page_us * 1e3).max(ps / costs.copy_gbps.max(1e-6));
-        // (app, dest node) -> pages; (src, dst) -> pages
-        let mut per_app_dst: BTreeMap<(usize, usize), u64> = BTreeMap::new();
-        let mut per_pair: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        // Pages copied per (app, dest node) and per (src, dst); huge pages in `huge`.
+        let mut copies = crate::huge::Copies::default();
         for (o, p, to) in moves {
             let Some(from) = self.objs[o].get(p) else { continue };
+            // A page of a huge page: the whole huge page moves (huge.rs).
+            if self.move_huge(o, p, to, &mut rep, &mut copies).is_some() {
+                continue;
+            }
             if from == to {
                 continue;
             }
@@ -123,19 +128,18 @@ impl Run<'_> {
             }
             self.alloc_page(o, p, to);
             rep.pages_moved += 1;
-            *per_app_dst.entry((l.objects[o].app, to)).or_default() += 1;
-            *per_pair.entry((from, to)).or_default() += 1;
+            *copies.pages.entry((l.objects[o].app, to)).or_default() += 1;
+            *copies.pair_pages.entry((from, to)).or_default() += 1;
         }
-        if rep.pages_moved > 0 {
+        if rep.pages_moved + rep.huge_pages_moved > 0 {
             self.dirty = true;
             let mut longest: f64 = 0.0;
-            for (&(app, dst), &n) in &per_app_dst {
+            for (&(app, dst), &total) in &copies.ns(per_page_ns) {
                 let a = &l.apps[app];
                 let live: Vec<usize> =
                     (a.first_thread..a.first_thread + a.n_threads).filter(|&t| self.threads[t].alive).collect();
                 let on_dst: Vec<usize> = live.iter().copied().filter(|&t| self.node_of(t) == dst).collect();
                 let who = if on_dst.is_empty() { live } else { on_dst };
-                let total = n as f64 * per_page_ns;
                 self.acc.page_migration_ns += total;
                 rep.seconds += total / 1e9;
                 if who.is_empty() {
@@ -153,7 +157,7 @@ impl Run<'_> {
             let dur = longest.max(1e3);
             if dur > crate::engine::STALL_EVENT_NS {
                 let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
-                for (&(from, to), &n) in &per_pair {
+                for (&(from, to), &n) in &copies.pair_pages {
                     let g = self.copy_group(from, to);
                     let bytes = n as f64 * ps;
                     for &r in self.sim.sm.read_res(g, from) {

@@ -393,6 +393,7 @@ impl Run<'_> {
                 npages: o.npages as u64,
                 name: o.name.clone(),
                 resident: self.objs[i].totals().to_vec(),
+                huge: crate::huge::backing(o, ps),
             })
             .collect();
         let free = self.free_bytes();

@@ -48,6 +48,9 @@ pub struct ObjectLayout {
     pub npages: usize,
     /// App thread indices that first-touch equal slices of the object, in order.
     pub initialisers: Vec<usize>,
+    /// Backed by transparent huge pages (see `huge`).
+    #[serde(default)]
+    pub huge_pages: bool,
 }
 
 /// One access entry of a compiled phase.
@@ -121,7 +124,14 @@ impl Layout {
                     Init::Threads(v) => v.iter().map(|&k| (k as usize) % n).collect(),
                     Init::Parallel => (0..n).collect(),
                 };
-                l.objects.push(ObjectLayout { app: a, name: o.name.clone(), start_vpn: vpn, npages, initialisers });
+                l.objects.push(ObjectLayout {
+                    app: a,
+                    name: o.name.clone(),
+                    start_vpn: vpn,
+                    npages,
+                    initialisers,
+                    huge_pages: o.huge_pages,
+                });
                 vpn += (npages as u64).div_ceil(512) * 512 + 512;
             }
             let mut phases = Vec::new();

@@ -61,7 +61,8 @@
 //! # What is simulated and what is not
 //!
 //! Caches are not modelled beyond `apki` (the miss rate is a workload input); pages are 4 KiB
-//! base pages; initialisation is instantaneous at t = 0 (first touch uses the node of the
+//! base pages, except objects marked `huge_pages`, which are allocated and migrated in whole
+//! 2 MiB huge pages; initialisation is instantaneous at t = 0 (first touch uses the node of the
 //! initialising thread's CPU); phases end with barriers; the OS scheduler spreads unpinned
 //! threads one per CPU in CPU order and never moves them on its own.
 
@@ -79,6 +80,7 @@ mod access;
 mod actuator;
 mod engine;
 mod hintfault;
+mod huge;
 pub mod perturb;
 mod run;
 mod sampler;

@@ -340,7 +340,7 @@ impl Simulation {
         // Initial pinning happens before the program runs: not a migration.
         run.acc.threads_migrated = 0;
         run.set_sampling(policy.sampling());
-        run.allocate(&sp.alloc, None)?;
+        run.allocate_objects(&sp.alloc, None)?;
         run.drive(Some(policy.as_mut()))?;
         Ok(run.result(&name))
     }
@@ -397,7 +397,7 @@ impl Simulation {
                 }
             }
         }
-        run.allocate(&AllocPolicy::FirstTouch, Some(&ft))?;
+        run.allocate_objects(&AllocPolicy::FirstTouch, Some(&ft))?;
         run.drive(None)?;
         let r = run.result(&pl.label);
         self.with_speedup(r)

@@ -69,7 +69,7 @@ impl Simulation {
                 self.place_fractions(&mut run, o, s..e, f, &format!("object {o} group {g}"))?;
             }
         }
-        run.allocate(&AllocPolicy::FirstTouch, Some(&ft))?;
+        run.allocate_objects(&AllocPolicy::FirstTouch, Some(&ft))?;
         run.drive(None)?;
         let mut r = run.result(label);
         let base = self.first_touch()?;

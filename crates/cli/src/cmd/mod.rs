@@ -13,5 +13,6 @@ pub mod report;
 pub mod roi;
 pub mod run;
 pub mod simulate;
+pub mod subsets;
 pub mod topology;
 pub mod workloads;

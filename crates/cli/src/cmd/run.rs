@@ -200,12 +200,17 @@ pub fn manage(
     guard.restore();
     let out = out?;
     eprintln!(
-        "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved, {} pages failed",
+        "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
         out.stats.cycles,
         out.stats.samples,
         out.stats.samples_lost,
         out.stats.threads_moved,
         out.stats.pages_moved,
+        if out.stats.huge_pages_moved > 0 {
+            format!(" and {} huge pages", out.stats.huge_pages_moved)
+        } else {
+            String::new()
+        },
         out.stats.pages_failed.values().sum::<u64>()
     );
     if let Some(path) = &a.stats {

@@ -1,22 +1,30 @@
 //! `ptb-testapp`: the multi-threaded program the VM tests run under ptb.
 //!
 //! `ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
-//! [--partition] [--refault-ms MS [--refault-parts K]] [--churn-kb K]`:
-//! the main thread initialises a buffer (so first touch puts it on its node), then N threads
+//! [--partition] [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp]
+//! [--stop-file FILE]`:
+//! the main thread initialises a buffer (so first touch puts it on its node; base pages, or
+//! with `--thp` 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs it with
+//! transparent huge pages where THP is not `never`), then N threads
 //! read all of it over and over and check its checksum (`--partition`: thread i reads only
 //! the i-th slice). `--refault-ms` makes the accesses visible to a page-fault sample source
 //! the way the kernel's NUMA hinting faults do: every MS milliseconds the main thread
-//! protects the whole buffer (or the next of K parts, like the kernel's scan window), and the SIGSEGV handler unprotects each page as a reader first
+//! protects the whole buffer (or the next of K parts, like the kernel's scan window; for the
+//! first S seconds only), and the SIGSEGV handler unprotects each page as a reader first
 //! touches it, so every such access is a page fault with the reader's TID and address. At the end it prints, on lines
 //! starting with `TESTAPP`: whether every checksum matched, where the buffer's pages are
 //! (move_pages query, per kernel node) and each thread's CPU affinity; `--dump` writes the
 //! node of every page (`vpn node` lines). `--crash-after` aborts mid-run (SIGABRT).
+//! `--stop-file` ends the run early once FILE exists.
 //!
 //! `ptb-testapp check-plans PLANLOG DUMP`: every page move in a `ptb --plan-log` file that
 //! falls in the dumped buffer must have left the page on the planned node (unless the log
 //! reports that move as failed), and every thread
 //! move must show as the thread's affinity at the end (the last plan naming a page or thread
-//! wins). Prints what it checked and fails on any mismatch.
+//! wins); a huge page moved whole (`huge_moves`) must have all its pages on its node. It also
+//! compares, plan by plan, the kernel's huge-page migrations (`thp`) with the huge pages the
+//! plan moved: more migrations than huge pages means a huge page moved more than once. Prints
+//! what it checked and fails on any mismatch.
 
 use ptb_linux::actuator::query_pages;
 use ptb_linux::sys::{self, AnonBuffer};
@@ -98,8 +106,12 @@ fn main() {
     let partition = args.iter().any(|a| a == "--partition");
     let refault_ms: u64 = arg(&args, "--refault-ms", 0);
     let refault_parts: usize = arg(&args, "--refault-parts", 1usize).max(1);
+    let refault_s: f64 = arg(&args, "--refault-s", f64::INFINITY);
+    let stop_file: String = arg(&args, "--stop-file", String::new());
+    let thp = args.iter().any(|a| a == "--thp");
     let len = mb << 20;
-    let mut buf = match AnonBuffer::new(len, 0) {
+    let mapped = if thp { AnonBuffer::with_huge_pages(len, 0) } else { AnonBuffer::new(len, 0) };
+    let mut buf = match mapped {
         Ok(b) => b,
         Err(e) => {
             eprintln!("ptb-testapp: cannot map {mb} MiB: {e}");
@@ -155,18 +167,27 @@ fn main() {
             tid
         }));
     }
-    // Printed once the buffer is initialised and every thread is started.
+    // Printed once the buffer is initialised and every thread is started; `thp_kb` is the
+    // buffer's memory in PMD-mapped transparent huge pages (smaps AnonHugePages).
     println!(
-        "TESTAPP start pid={} threads={threads} buf={:#x} pages={} checksum={expect:#x}",
+        "TESTAPP start pid={} threads={threads} buf={:#x} pages={} checksum={expect:#x} thp_kb={}",
         std::process::id(),
         addrs[0],
-        addrs.len()
+        addrs.len(),
+        anon_huge_kb(addrs[0])
     );
     let t0 = Instant::now();
     let mut last_protect = t0;
     let (part_len, mut part) = ((addrs.len().div_ceil(refault_parts)) * ps, 0usize);
-    while t0.elapsed().as_secs_f64() < seconds {
-        if refault_ms > 0 && last_protect.elapsed() >= Duration::from_millis(refault_ms) {
+    let mut refaulting = refault_ms > 0;
+    while t0.elapsed().as_secs_f64() < seconds && (stop_file.is_empty() || !std::path::Path::new(&stop_file).exists()) {
+        if refaulting && t0.elapsed().as_secs_f64() >= refault_s {
+            // The accesses stop faulting: no more samples, and page moves no longer contend
+            // with a storm of mprotect calls for the address space's lock.
+            refaulting = false;
+            protect(addrs[0] as usize, len, false);
+        }
+        if refaulting && last_protect.elapsed() >= Duration::from_millis(refault_ms) {
             let a = (part * part_len).min(len);
             protect(addrs[0] as usize + a, part_len.min(len - a), true);
             part = (part + 1) % refault_parts;
@@ -223,6 +244,12 @@ fn main() {
     std::process::exit(if ok { 0 } else { 1 });
 }
 
+/// AnonHugePages of the mapping holding `addr` (0 when unreadable).
+fn anon_huge_kb(addr: u64) -> u64 {
+    let v = ptb_linux::thp::smaps(&ptb_linux::procfs::ProcRoot::live(), std::process::id()).unwrap_or_default();
+    v.iter().find(|m| m.start <= addr && addr < m.end).map_or(0, |m| m.anon_huge_kb)
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
@@ -262,16 +289,40 @@ fn check_plans(args: &[String]) -> i32 {
         dump.lines().find_map(|l| l.strip_prefix("report_unix_ms ")?.trim().parse().ok()).unwrap_or(u64::MAX);
     let mut attempts: BTreeMap<u64, usize> = BTreeMap::new();
     let mut late = 0usize;
+    // Per plan: huge pages moved whole, and the kernel's huge-page migrations meanwhile.
+    let (mut huge_total, mut thp_total, mut thp_split, mut over) = (0u64, 0u64, 0u64, Vec::new());
+    let (mut slowest_s, mut slowest_lookup_s) = (0.0f64, 0.0f64);
     let (mut unsure_pages, mut unsure_threads) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for line in log.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         let cycle = v["cycle"].as_u64().unwrap_or(0);
         // A cycle whose moves ended after the program began its report may have moved pages
         // after it looked: not checkable.
+        // [pid, first vpn, node, pages] of every huge page moved whole.
+        let huge: Vec<(u64, i64, u64)> = v["huge_moves"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| Some((h[1].as_u64()?, h[2].as_i64()?, h[3].as_u64()?.min(1 << 20))))
+            .collect();
+        let migrated = v["thp"]["migration_success"].as_u64().unwrap_or(0);
+        let took = v["report"]["seconds"].as_f64().unwrap_or(0.0);
+        if took > slowest_s {
+            (slowest_s, slowest_lookup_s) = (took, v["lookup_s"].as_f64().unwrap_or(0.0));
+        }
+        huge_total += huge.len() as u64;
+        thp_total += migrated;
+        thp_split += v["thp"]["migration_split"].as_u64().unwrap_or(0);
+        if migrated > huge.len() as u64 {
+            over.push((cycle, migrated, huge.len()));
+        }
         if v["unix_ms"].as_u64().is_some_and(|t| t >= report_ms) {
             late += 1;
             for p in v["page_moves"].as_array().into_iter().flatten() {
                 unsure_pages.extend(p[1].as_u64());
+            }
+            for (head, _, n) in &huge {
+                unsure_pages.extend(*head..head + n);
             }
             for t in v["thread_moves"].as_array().into_iter().flatten() {
                 unsure_threads.extend(t[0].as_u64());
@@ -296,10 +347,22 @@ fn check_plans(args: &[String]) -> i32 {
                 }
             }
         }
+        let heads: BTreeMap<u64, u64> = huge.iter().map(|(h, _, n)| (*h, *n)).collect();
+        for (head, to, n) in &huge {
+            for vpn in (*head..head + n).filter(|v| nodes.contains_key(v)) {
+                planned.insert(vpn, *to);
+                let k = attempts.entry(vpn).or_default();
+                *k += 1;
+                planned_in.insert(vpn, (cycle, *k));
+                failed.remove(&vpn);
+            }
+        }
         for p in v["page_failures"].as_array().into_iter().flatten() {
             if let (Some(vpn), Some(why)) = (p[1].as_u64(), p[2].as_str()) {
-                if nodes.contains_key(&vpn) {
-                    failed.insert(vpn, why.to_string());
+                // A huge page's failure is named by its first page and covers all of it.
+                let n = heads.get(&vpn).copied().unwrap_or(1);
+                for v in (vpn..vpn + n).filter(|v| nodes.contains_key(v)) {
+                    failed.insert(v, why.to_string());
                 }
             }
         }
@@ -324,14 +387,18 @@ fn check_plans(args: &[String]) -> i32 {
         );
     }
     let twrong = threads.iter().filter(|(t, cpus)| affinity.get(t) != Some(cpus)).count();
+    for (cycle, m, h) in over.iter().take(5) {
+        println!("TESTAPP check-plans: wrong: cycle {cycle}: the kernel migrated {m} huge pages, the plan moved {h}");
+    }
     println!(
-        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}; cycles after the report={late} (pages {} and threads {} not checked)",
+        "TESTAPP check-plans: pages planned={} ok={} failed={nfailed} {why:?} wrong={wrong}; threads planned={} ok={} wrong={twrong}; cycles after the report={late} (pages {} and threads {} not checked); huge pages moved={huge_total} thp_migrations={thp_total} split={thp_split} plans with more migrations than huge pages={}; slowest plan {slowest_s:.2} s ({slowest_lookup_s:.2} s before its first move)",
         planned.len(),
         planned.len() - off.len(),
         threads.len(),
         threads.len() - twrong,
         unsure_pages.len(),
-        unsure_threads.len()
+        unsure_threads.len(),
+        over.len()
     );
-    i32::from(wrong + twrong > 0)
+    i32::from(wrong + twrong + over.len() > 0)
 }

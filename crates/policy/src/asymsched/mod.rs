@@ -5,39 +5,46 @@
 //! of nodes* for a group of communicating threads changes performance by more than 2x; the
 //! best set is the one with the greatest bandwidth between its nodes, not the fewest hops.
 //!
-//! Approach (../shared/spec/asymsched.md), every cycle (1 s):
+//! Approach (../shared/spec/asymsched.md), every cycle (1 s), IBS op samples in cycle mode:
 //!
 //! ```text
-//! samples ─▶ clusters (threads of an app on a node, packed by sharing), weight = ln(1 + remote MB/s)
-//!         ─▶ search placements of clusters onto nodes, score Σ weight x bandwidth to app's other
-//!            nodes (machine model's node-to-node GB/s); prune + symmetry hashing
-//!         ─▶ keep ≥ 90% of best, pick the one moving least resident memory
-//!         ─▶ budget: skip when migration time spent + predicted > 5% of the run so far
-//!         ─▶ threads: affinity to the cluster's node
-//!         ─▶ pages: sampled pages used by one node go there; shared pages spread over their users
-//!         ─▶ full migration: 2 s after a move, if > 90% of an app's accesses still go to nodes
-//!            it left, move all its memory (RangeAction) to its new node(s)
+//! samples ─▶ clusters: an app's threads on a node, packed onto ceil(threads / CPUs per node)
+//!            nodes by sharing; weight = ln(1 + remote MB/s)                      (clusters.rs)
+//!         ─▶ node sets: each app gets as many nodes as it has clusters; a set's bandwidth
+//!            from the machine file's links and routes, all its nodes exchanging at once
+//!            (fabric.rs); score Σ weight x bandwidth; one evaluation per node set
+//!            (symmetry hashing), branch-and-bound pruning                        (search.rs)
+//!         ─▶ keep ≥ 90% of best, pick the one leaving the least resident memory, then
+//!            moving the fewest threads
+//!         ─▶ budget: do not apply when migration time spent + predicted > 5% of the run so far
+//!         ─▶ threads: affinity to a node of their app's set, by where their data is (clusters.rs)
+//!         ─▶ memory: full migration 2 s after a move if > 90% of the app's accesses still go
+//!            to nodes it left; else the sampled pages in use follow their users, shared pages
+//!            spread over the app's nodes, within the budget                       (memory.rs)
 //! ```
 //!
-//! Migration cost per GB comes from the machine model (`costs.page_us` per page plus
-//! `1/costs.copy_gbps`), unless `s_per_gb` is set (the paper measured 0.3 s/GB). Several
-//! applications are placed together: clusters of all of them share the nodes, one cluster per
-//! node; with more clusters than nodes the threads stay put and only pages move.
+//! Before AsymSched has placed an application (its first cycle, or while the budget blocks the
+//! placement) its threads stay in Linux's hands and its pages do not move. With more clusters
+//! than nodes (an oversubscribed machine) nothing is placed.
 
 mod clusters;
+mod fabric;
+mod memory;
 pub mod search;
 
 use crate::params::{ParamDoc, Params};
-use crate::plan::{AllocPolicy, PageMove, Plan, RangeAction, RangeOp, SamplingMode, SamplingRequest, StartPlan};
+use crate::plan::{AllocPolicy, Plan, SamplingMode, SamplingRequest, StartPlan};
 use crate::plan::{ThreadMove, ThreadTarget};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
-use clusters::{clusters, Cluster, Measure};
+use clusters::{assign, clusters, Cluster, Measure};
+use memory::AppNodes;
+use ptb_profile::histogram::FxBuild;
 use ptb_profile::SampledEvent;
-use ptb_profile::{AppId, Tid};
-use ptb_topology::{Machine, NodeIdx};
-use search::{search, Item, Problem};
-use std::collections::{BTreeMap, BTreeSet};
+use ptb_profile::{AppId, PageKey};
+use ptb_topology::NodeIdx;
+use search::{search, AppReq, Problem};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 pub const PARAMS: &[ParamDoc] = &[
@@ -57,7 +64,9 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "s_per_gb",
         default: "from machine",
-        doc: "seconds to migrate 1 GB; default from the machine's page_us and copy_gbps (paper: 0.3)",
+        doc: "seconds to migrate 1 GB; default: the machine's cost per page (larger of page_us and page size / \
+              copy_gbps) spread over the CPUs of the destination nodes, as the paper's parallel migration \
+              runs one worker per CPU there (the paper measured 0.3 on its machine)",
     },
     ParamDoc { key: "full_after_ms", default: "2000", doc: "wait after a move before checking for full migration, ms" },
     ParamDoc {
@@ -66,9 +75,19 @@ pub const PARAMS: &[ParamDoc] = &[
         doc: "full migration when more than this share of an app's accesses go to nodes it left",
     },
     ParamDoc {
+        key: "private_min",
+        default: "2",
+        doc: "samples (since the app's threads last moved) before a page used by one node only moves there",
+    },
+    ParamDoc {
+        key: "spread_slack",
+        default: "0.25",
+        doc: "a shared page leaves a node serving more than 1 + this times the app's mean sampled traffic per node",
+    },
+    ParamDoc {
         key: "max_placements",
         default: "200000",
-        doc: "stop the placement search after this many complete placements",
+        doc: "stop the placement search after this many complete placements (or node sets to score)",
     },
 ];
 
@@ -82,22 +101,44 @@ pub struct Config {
     pub s_per_gb: Option<f64>,
     pub full_after: Duration,
     pub full_threshold: f64,
+    pub private_min: u32,
+    pub spread_slack: f64,
     pub max_placements: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cycle: Duration::from_millis(1000),
+            sample_period: 131_072,
+            keep: 0.9,
+            budget: 0.05,
+            s_per_gb: None,
+            full_after: Duration::from_millis(2000),
+            full_threshold: 0.9,
+            private_min: 2,
+            spread_slack: 0.25,
+            max_placements: 200_000,
+        }
+    }
 }
 
 impl Config {
     pub fn from_params(p: &Params) -> Result<Self, PolicyError> {
         let s = p.section("asymsched");
+        let d = Config::default();
         let spg = s.f64_in("s_per_gb", 0.0, 0.0, 1000.0)?;
         let c = Config {
             cycle: Duration::from_millis(s.get::<u64>("cycle_ms", 1000)?.max(1)),
-            sample_period: s.get::<u64>("sample_period", 131_072)?.max(1),
-            keep: s.f64_in("keep", 0.9, 0.0, 1.0)?,
-            budget: s.f64_in("budget", 0.05, 0.0, 1.0)?,
+            sample_period: s.get::<u64>("sample_period", d.sample_period)?.max(1),
+            keep: s.f64_in("keep", d.keep, 0.0, 1.0)?,
+            budget: s.f64_in("budget", d.budget, 0.0, 1.0)?,
             s_per_gb: (spg > 0.0).then_some(spg),
             full_after: Duration::from_millis(s.get("full_after_ms", 2000)?),
-            full_threshold: s.f64_in("full_threshold", 0.9, 0.0, 1.0)?,
-            max_placements: s.get::<u64>("max_placements", 200_000)?.max(1),
+            full_threshold: s.f64_in("full_threshold", d.full_threshold, 0.0, 1.0)?,
+            private_min: s.get::<u32>("private_min", d.private_min)?.max(1),
+            spread_slack: s.f64_in("spread_slack", d.spread_slack, 0.0, 100.0)?,
+            max_placements: s.get::<u64>("max_placements", d.max_placements)?.max(1),
         };
         s.finish()?;
         Ok(c)
@@ -112,35 +153,50 @@ struct Moved {
     to: BTreeSet<NodeIdx>,
 }
 
+/// What the samples said about one page since its application's threads last changed node.
+#[derive(Clone, Copy, Debug)]
+struct Hist {
+    /// Nodes (bit per node index) whose threads used it.
+    on: u64,
+    count: u32,
+    epoch: u32,
+}
+
 #[derive(Debug)]
 pub struct AsymSched {
     cfg: Config,
     /// Estimated seconds spent migrating so far (A_tm).
     spent_s: f64,
     pending: BTreeMap<AppId, Moved>,
+    /// Apps whose threads AsymSched has placed.
+    placed: BTreeSet<AppId>,
+    history: HashMap<PageKey, Hist, FxBuild>,
+    epochs: BTreeMap<AppId, u32>,
 }
 
 impl AsymSched {
     pub fn new(cfg: Config) -> Self {
-        AsymSched { cfg, spent_s: 0.0, pending: BTreeMap::new() }
+        AsymSched {
+            cfg,
+            spent_s: 0.0,
+            pending: BTreeMap::new(),
+            placed: BTreeSet::new(),
+            history: HashMap::default(),
+            epochs: BTreeMap::new(),
+        }
     }
     pub fn from_params(p: &Params) -> Result<Self, PolicyError> {
         Ok(AsymSched::new(Config::from_params(p)?))
     }
-
-    fn s_per_byte(&self, m: &Machine) -> f64 {
-        let per_gb = self.cfg.s_per_gb.unwrap_or_else(|| {
-            let pages_per_gb = 1e9 / m.page_size.max(1) as f64;
-            pages_per_gb * m.costs.page_us * 1e-6 + 1.0 / m.costs.copy_gbps.max(1e-3)
-        });
-        per_gb / 1e9
-    }
 }
 
-/// Node-to-node bandwidth (GB/s) from CPUs of `a` to memory of `b`: the machine model's
-/// Bandwidth Graph, else 100/SLIT distance, else 1.
-fn bandwidth(m: &Machine, a: NodeIdx, b: NodeIdx) -> f64 {
-    m.node_bg(a, b).or_else(|| m.distance(a, b).map(|d| 100.0 / d.max(1.0))).unwrap_or(1.0)
+/// One application as the search sees it.
+struct AppView {
+    app: AppId,
+    /// Indices into `snap.threads`.
+    threads: Vec<usize>,
+    k: usize,
+    weight: f64,
 }
 
 impl Policy for AsymSched {
@@ -161,239 +217,179 @@ impl Policy for AsymSched {
         let m = snap.machine;
         let nn = m.n_nodes();
         let mut plan = Plan::default();
+        if nn > 64 {
+            plan.stats.insert("unsupported_over_64_nodes".into(), 1.0);
+            return plan;
+        }
         let meas = Measure::from_snapshot(snap);
         let nodes = snap.cpu_nodes();
         let capacity = nodes.iter().map(|n| m.node(*n).cpus.len()).min().unwrap_or(1);
         let cls = clusters(snap, &meas, capacity);
         let budget_s = self.cfg.budget * snap.now.as_secs_f64();
-        let s_per_byte = self.s_per_byte(m);
+        let resident = resident_pages(snap, &meas);
+        let apps = self.apps(snap, &cls);
 
-        // Resident pages per app and node (regions; else the sampled pages).
-        let mut resident: BTreeMap<AppId, Vec<u64>> = BTreeMap::new();
-        for r in snap.regions {
-            let v = resident.entry(r.app).or_insert_with(|| vec![0; nn]);
-            r.resident.iter().take(nn).enumerate().for_each(|(i, c)| v[i] += c);
-        }
-        if snap.regions.is_empty() {
-            for (p, (_, n)) in &meas.pages {
-                if let Some(n) = n {
-                    resident.entry(p.app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
+        // 1. Node sets and threads.
+        let mut target: Vec<NodeIdx> = snap.threads.iter().map(|t| t.node).collect();
+        if let Some(sets) = self.place(snap, &apps, &nodes, &resident, budget_s, &mut plan) {
+            let mut room: Vec<usize> = m.nodes.iter().map(|n| n.cpus.len()).collect();
+            for (a, set) in apps.iter().zip(&sets) {
+                let to = assign(snap, &meas, &a.threads, set, &mut room);
+                let before: BTreeSet<NodeIdx> = a.threads.iter().map(|&t| snap.threads[t].node).collect();
+                let after: BTreeSet<NodeIdx> = to.iter().copied().collect();
+                if a.threads.iter().zip(&to).any(|(&t, n)| snap.threads[t].node != *n) {
+                    self.epoch_bump(a.app);
                 }
-            }
-        }
-
-        // 1. Placement search.
-        let mut target: BTreeMap<Tid, NodeIdx> = snap.threads.iter().map(|t| (t.tid, t.node)).collect();
-        let decided = self.place(snap, &cls, &nodes, &resident, budget_s, s_per_byte, &mut plan);
-        if let Some(assign) = decided {
-            for (c, &node) in cls.iter().zip(&assign) {
-                for &t in &c.threads {
-                    target.insert(t, node);
-                }
-            }
-            // Remember which apps left which nodes, for the full-migration check.
-            let mut before: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
-            let mut after: BTreeMap<AppId, BTreeSet<NodeIdx>> = BTreeMap::new();
-            for t in snap.threads {
-                before.entry(t.app).or_default().insert(t.node);
-                after.entry(t.app).or_default().insert(target[&t.tid]);
-            }
-            for (app, to) in after {
-                let left: BTreeSet<NodeIdx> = before[&app].difference(&to).copied().collect();
+                let left: BTreeSet<NodeIdx> = before.difference(&after).copied().collect();
                 if !left.is_empty() {
-                    self.pending.insert(app, Moved { at: snap.now, left, to });
+                    self.pending.insert(a.app, Moved { at: snap.now, left, to: after });
+                }
+                for (&t, n) in a.threads.iter().zip(to) {
+                    target[t] = n;
+                }
+                self.placed.insert(a.app);
+            }
+            for (t, th) in snap.threads.iter().enumerate() {
+                let pinned = th.affinity.as_ref() == Some(&m.node(target[t]).cpus);
+                if target[t] != th.node || !pinned {
+                    plan.threads.push(ThreadMove { tid: th.tid, to: ThreadTarget::Node(target[t]) });
                 }
             }
         }
-        for t in snap.threads {
-            if target[&t.tid] != t.node {
-                plan.threads.push(ThreadMove { tid: t.tid, to: ThreadTarget::Node(target[&t.tid]) });
-            }
-        }
 
-        // 2. Full migration of apps that still mostly use the nodes they left.
+        // 2. Memory, for the apps AsymSched has placed.
         let mut room: Vec<u64> = (0..nn).map(|i| snap.free_bytes.get(i).copied().unwrap_or(0) / m.page_size).collect();
-        let mem_ok = |n: NodeIdx| snap.allowed.contains_idx(n) && m.node(n).has_memory();
-        let mut full_apps = BTreeSet::new();
-        let due: Vec<AppId> =
-            self.pending.iter().filter(|(_, mv)| snap.now >= mv.at + self.cfg.full_after).map(|(a, _)| *a).collect();
-        for app in due {
-            let mv = self.pending[&app].clone();
-            let acc = meas.by_app_mem.get(&app);
-            let total: u64 = acc.map_or(0, |v| v.iter().sum());
-            let on_left: u64 = acc.map_or(0, |v| mv.left.iter().map(|n| v[n.ix()]).sum());
-            if total == 0 || (on_left as f64) <= self.cfg.full_threshold * total as f64 {
-                self.pending.remove(&app);
-                continue;
+        let full = self.full_migrations(snap, &meas, &resident, &mut room, budget_s, &mut plan);
+        let mut placed: BTreeMap<AppId, AppNodes> = BTreeMap::new();
+        for a in apps.iter().filter(|a| self.placed.contains(&a.app)) {
+            let mut to = vec![0u64; nn];
+            for &t in &a.threads {
+                to[snap.threads[t].node.ix()] |= 1u64 << target[t].ix();
             }
-            let dest: Vec<NodeIdx> = mv.to.iter().copied().filter(|n| mem_ok(*n)).collect();
-            if dest.is_empty() {
-                self.pending.remove(&app);
-                continue;
-            }
-            let moving: u64 = resident.get(&app).map_or(0, |v| mv.left.iter().map(|n| v[n.ix()]).sum());
-            let cost = moving as f64 * m.page_size as f64 * s_per_byte;
-            if self.spent_s + cost > budget_s {
-                plan.stats.insert("full_migration_deferred".into(), 1.0);
-                continue; // try again next cycle
-            }
-            let mut ranges = Vec::new();
-            let mut need = vec![0u64; nn];
-            for r in snap.regions.iter().filter(|r| r.app == app) {
-                let on_left: u64 = mv.left.iter().map(|n| r.resident.get(n.ix()).copied().unwrap_or(0)).sum();
-                if on_left == 0 {
-                    continue;
-                }
-                let op = if dest.len() == 1 {
-                    need[dest[0].ix()] += r.npages;
-                    RangeOp::MoveTo(dest[0])
-                } else {
-                    RangeOp::Interleave(dest.clone())
-                };
-                ranges.push(RangeAction { app, start_vpn: r.start_vpn, npages: r.npages, op });
-            }
-            if need.iter().zip(&room).any(|(n, r)| n > r) {
-                continue;
-            }
-            need.iter().enumerate().for_each(|(i, n)| room[i] -= n);
-            self.spent_s += cost;
-            self.pending.remove(&app);
-            full_apps.insert(app);
-            plan.ranges.extend(ranges);
+            let mem: Vec<NodeIdx> = a
+                .threads
+                .iter()
+                .map(|&t| target[t])
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|n| snap.allowed.contains_idx(*n) && m.node(*n).has_memory())
+                .collect();
+            let cpus = mem.iter().map(|n| m.node(*n).cpus.len()).sum();
+            placed.insert(a.app, AppNodes { mem, to, cpus });
         }
-
-        // 3. Dynamic migration of actively used pages, within the budget.
-        let page_s = m.page_size as f64 * s_per_byte;
-        let mut sent = vec![0u64; nn];
-        let mut budget_pages =
-            if page_s > 0.0 { ((budget_s - self.spent_s).max(0.0) / page_s).floor() as u64 } else { u64::MAX };
-        for (page, (tids, cur)) in &meas.pages {
-            if budget_pages == 0 {
-                break;
-            }
-            let Some(cur) = *cur else { continue };
-            if full_apps.contains(&page.app) {
-                continue;
-            }
-            let users: BTreeSet<NodeIdx> =
-                tids.iter().filter_map(|t| target.get(t)).copied().filter(|n| mem_ok(*n)).collect();
-            if users.is_empty() || users.contains(&cur) {
-                continue;
-            }
-            // One user: move there. Shared: spread over the users (least sent so far).
-            let to = *users.iter().min_by_key(|n| (sent[n.ix()], **n)).expect("non-empty");
-            if room[to.ix()] == 0 {
-                continue;
-            }
-            room[to.ix()] -= 1;
-            sent[to.ix()] += 1;
-            budget_pages -= 1;
-            self.spent_s += page_s;
-            plan.pages.push(PageMove { page: *page, to });
-        }
+        self.dynamic_moves(snap, &meas, &placed, &full, &mut room, budget_s, &mut plan);
 
         let st = &mut plan.stats;
         st.insert("clusters".into(), cls.len() as f64);
+        st.insert("apps_placed".into(), placed.len() as f64);
         st.insert("migration_spent_s".into(), self.spent_s);
         st.insert("pages_planned".into(), plan.pages.len() as f64);
-        st.insert("full_migrations".into(), full_apps.len() as f64);
+        st.insert("full_migrations".into(), full.len() as f64);
+        st.insert("memory_samples".into(), meas.memory_samples as f64);
         plan
     }
 }
 
+/// Resident pages per app and node: the regions' counts; else the sampled pages.
+fn resident_pages(snap: &Snapshot, meas: &Measure) -> BTreeMap<AppId, Vec<u64>> {
+    let nn = snap.machine.n_nodes();
+    let mut out: BTreeMap<AppId, Vec<u64>> = BTreeMap::new();
+    for r in snap.regions {
+        let v = out.entry(r.app).or_insert_with(|| vec![0; nn]);
+        r.resident.iter().take(nn).enumerate().for_each(|(i, c)| v[i] += c);
+    }
+    if snap.regions.is_empty() {
+        for p in &meas.pages {
+            if let Some(n) = p.node {
+                out.entry(p.key.app).or_insert_with(|| vec![0; nn])[n.ix()] += 1;
+            }
+        }
+    }
+    out
+}
+
 impl AsymSched {
-    /// Search placements and pick one; None keeps the current placement.
-    #[allow(clippy::too_many_arguments)]
+    /// Applications with their threads, node count and weight.
+    fn apps(&self, snap: &Snapshot, cls: &[Cluster]) -> Vec<AppView> {
+        // Weights: ln(1 + remote MB/s), one sample standing for `period` events of one line.
+        let secs = snap.cycle.as_secs_f64().max(1e-9);
+        let line = snap.machine.line_size as f64;
+        let scale = if snap.sampling_period > 0 { snap.sampling_period as f64 * line / 1e6 / secs } else { 1.0 };
+        let mut out: Vec<AppView> = Vec::new();
+        for c in cls {
+            let w = (1.0 + c.remote as f64 * scale).ln();
+            match out.last_mut() {
+                Some(a) if a.app == c.app => {
+                    a.threads.extend(&c.threads);
+                    a.k += 1;
+                    a.weight += w;
+                }
+                _ => out.push(AppView { app: c.app, threads: c.threads.clone(), k: 1, weight: w }),
+            }
+        }
+        out
+    }
+
+    /// Search node sets for the apps; None keeps the threads where they are.
     fn place(
         &self,
         snap: &Snapshot,
-        cls: &[Cluster],
+        apps: &[AppView],
         nodes: &[NodeIdx],
         resident: &BTreeMap<AppId, Vec<u64>>,
         budget_s: f64,
-        s_per_byte: f64,
         plan: &mut Plan,
-    ) -> Option<Vec<NodeIdx>> {
+    ) -> Option<Vec<Vec<NodeIdx>>> {
         let m = snap.machine;
-        if cls.is_empty() || cls.len() > nodes.len() || cls.iter().all(|c| c.accesses == 0) {
+        if apps.is_empty() || nodes.is_empty() || nodes.len() > 64 {
             return None;
         }
-        // Weights: ln(1 + remote MB/s) (plain remote samples when the period is unknown).
-        let secs = snap.cycle.as_secs_f64().max(1e-9);
-        let scale =
-            if snap.sampling_period > 0 { snap.sampling_period as f64 * m.line_size as f64 / 1e6 / secs } else { 1.0 };
-        let apps: Vec<AppId> = cls.iter().map(|c| c.app).collect::<BTreeSet<_>>().into_iter().collect();
-        let items: Vec<Item> = cls
-            .iter()
-            .map(|c| Item {
-                app: apps.binary_search(&c.app).unwrap_or(0),
-                weight: (1.0 + c.remote as f64 * scale).ln(),
-            })
-            .collect();
-        let bw: Vec<Vec<f64>> = nodes.iter().map(|&a| nodes.iter().map(|&b| bandwidth(m, a, b)).collect()).collect();
-        let out = search(&Problem { bw, items, keep: self.cfg.keep, max_leaves: self.cfg.max_placements });
+        let reqs: Vec<AppReq> = apps.iter().map(|a| AppReq { k: a.k, weight: a.weight }).collect();
+        let set_of =
+            |mask: u64| -> Vec<NodeIdx> { (0..nodes.len()).filter(|i| mask >> i & 1 == 1).map(|i| nodes[i]).collect() };
+        // Cost of moving an app onto a set: its resident pages outside the set, then its
+        // threads outside the set.
+        let cost = |a: usize, mask: u64| -> (u64, u64) {
+            let inside = |n: NodeIdx| nodes.iter().position(|x| *x == n).is_some_and(|i| mask >> i & 1 == 1);
+            let pages = resident.get(&apps[a].app).map_or(0, |v| {
+                v.iter().enumerate().filter(|(i, _)| !inside(NodeIdx::from_ix(*i))).map(|(_, c)| c).sum()
+            });
+            let threads = apps[a].threads.iter().filter(|&&t| !inside(snap.threads[t].node)).count() as u64;
+            (pages, threads)
+        };
+        let out = search(
+            &Problem { n: nodes.len(), apps: &reqs, keep: self.cfg.keep, max_leaves: self.cfg.max_placements },
+            |mask| fabric::cluster_bandwidth(m, &set_of(mask)),
+            cost,
+        );
         let st = &mut plan.stats;
         st.insert("placements_total".into(), out.total);
         st.insert("placements_evaluated".into(), out.evaluated as f64);
         st.insert("placements_skipped".into(), (out.total - out.evaluated as f64).max(0.0));
         st.insert("placements_pruned".into(), out.pruned);
         st.insert("placements_symmetric".into(), out.symmetric as f64);
-        st.insert("placements_kept".into(), out.kept.len() as f64);
         st.insert("search_truncated".into(), if out.truncated { 1.0 } else { 0.0 });
         st.insert("best_weighted_gbps".into(), out.best);
-
-        // Cost of a placement: resident pages of each app on nodes it would leave; then
-        // threads moved; then the higher score; then the node order (determinism).
-        // Precomputed per cluster: how many of its threads sit on each candidate node; per
-        // app: the nodes it uses now and its resident pages there.
-        let on_node: Vec<Vec<usize>> = cls
-            .iter()
-            .map(|c| {
-                let mut v = vec![0usize; nodes.len()];
-                for t in &c.threads {
-                    let now = snap.thread(*t).map_or(c.node, |t| t.node);
-                    if let Some(i) = nodes.iter().position(|n| *n == now) {
-                        v[i] += 1;
-                    }
-                }
-                v
-            })
-            .collect();
-        let app_ix: Vec<usize> = cls.iter().map(|c| apps.binary_search(&c.app).unwrap_or(0)).collect();
-        let mut before = vec![vec![0u64; nodes.len()]; apps.len()];
-        for (ci, (c, v)) in cls.iter().zip(&on_node).enumerate() {
-            let res = resident.get(&c.app);
-            for (i, &k) in v.iter().enumerate() {
-                if k > 0 {
-                    before[app_ix[ci]][i] = res.map_or(0, |r| r[nodes[i].ix()]);
-                }
-            }
-        }
-        let cost = |a: &[usize], score: f64| -> (u64, usize, std::cmp::Reverse<i64>, Vec<usize>) {
-            let mut threads = 0;
-            let mut kept_nodes = vec![vec![false; nodes.len()]; apps.len()];
-            for (ci, &i) in a.iter().enumerate() {
-                threads += cls[ci].threads.len() - on_node[ci][i];
-                kept_nodes[app_ix[ci]][i] = true;
-            }
-            let pages = before
+        let sets = out.sets?;
+        // Budget: the resident memory the chosen sets leave behind (beyond what the nodes the
+        // app runs on now already leave out) must be movable in time.
+        let mut predicted = 0.0;
+        for (a, &mask) in sets.iter().enumerate() {
+            let now: u64 = apps[a]
+                .threads
                 .iter()
-                .zip(&kept_nodes)
-                .map(|(b, k)| b.iter().zip(k).filter(|(_, kept)| !**kept).map(|(p, _)| p).sum::<u64>())
-                .sum();
-            (pages, threads, std::cmp::Reverse((score * 1000.0).round() as i64), a.to_vec())
-        };
-        let (pages, threads, _, best) = out.kept.iter().map(|(a, s)| cost(a, *s)).min()?;
-        if threads == 0 {
-            return None;
+                .filter_map(|&t| nodes.iter().position(|n| *n == snap.threads[t].node))
+                .fold(0, |acc, i| acc | 1u64 << i);
+            let pages = cost(a, mask).0.saturating_sub(cost(a, now).0);
+            let cpus = set_of(mask).iter().map(|n| m.node(*n).cpus.len()).sum();
+            predicted += self.migration_s(m, pages, cpus);
         }
-        let predicted = pages as f64 * m.page_size as f64 * s_per_byte;
-        plan.stats.insert("predicted_migration_s".into(), predicted);
+        st.insert("predicted_migration_s".into(), predicted);
         if self.spent_s + predicted > budget_s {
-            plan.stats.insert("budget_skipped".into(), 1.0);
+            st.insert("budget_skipped".into(), 1.0);
             return None;
         }
-        Some(best.iter().map(|&i| nodes[i]).collect())
+        Some(sets.into_iter().map(set_of).collect())
     }
 }
 

@@ -1,57 +1,68 @@
-//! AsymSched's placement search: clusters onto distinct nodes, scored by weighted bandwidth.
+//! AsymSched's placement search: which nodes each application's clusters get.
 //!
 //! Problem: the placements of k clusters on N nodes number N!/(N-k)! (336 for 3 clusters on
-//! 8 nodes, 40320 for 8); scoring every one is wasteful, because a machine's fabric has
-//! symmetries and most placements are clearly bad.
+//! 8 nodes, 5040 for four 2-node applications); scoring every one is wasteful, because most
+//! placements are equivalent or clearly bad.
 //!
-//! Approach: depth-first over clusters (grouped by application), with
-//! - *pruning*: a branch whose score so far plus an upper bound for the clusters still to
-//!   place cannot reach `keep` x the best score found is cut;
-//! - *symmetry hashing*: an application's score depends only on, for each of its clusters,
-//!   its weight and the bandwidth from its node to the application's other nodes. That
-//!   multiset (quantised to 0.01 GB/s) is the placement's hash; each class is scored once
-//!   and every placement equivalent to it by the fabric's symmetry reuses the score
-//!   (dynamic programming over application sub-placements).
+//! Approach: a placement's score (the paper's `P_wbw = sum over clusters of C_weight x C_bw`)
+//! depends only on the *set* of nodes each application gets: the bandwidth a cluster gets
+//! from its application's other nodes is a property of that set ([`super::fabric`]), and the
+//! clusters of one application are interchangeable. So
+//! - *symmetry hashing*: a placement hashes to its per-application node sets (a bit mask each);
+//!   the bandwidth of a node set is computed once per cycle (dynamic programming over
+//!   application sub-placements) and reused by every placement that contains it: the k!
+//!   orders of an application's clusters on its nodes, and every other application of the
+//!   same size. `evaluated` counts the sets scored, `symmetric` the reuses;
+//! - *pruning*: applications are placed heaviest first, and a branch whose score so far plus
+//!   the best each remaining application could get cannot reach `keep` x the best score is cut
+//!   (a communication-heavy application is only tried on sets joined by wide links).
 //!
-//! Score (the paper's P_wbw): for each cluster C, weight x C_bw, where C_bw is the sum of the
-//! bandwidths from C's node to its application's other nodes (for a one-cluster application,
-//! the node's local bandwidth), summed over clusters.
+//! Two passes: the best score, then, among the placements scoring at least `keep` x best, the
+//! cheapest one (the paper: fewest page migrations; then fewest thread moves; then the higher
+//! score; then the first in node order, for determinism). Costs add up over applications, so a
+//! branch already costlier than the cheapest kept placement is cut too.
 
 use std::collections::HashMap;
 
-/// One cluster to place: its application (index into a contiguous run) and weight.
+/// One application to place: how many nodes it needs and its weight (sum of its clusters'
+/// `C_weight`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Item {
-    pub app: usize,
+pub struct AppReq {
+    pub k: usize,
     pub weight: f64,
 }
 
-/// The search problem. `bw[i][j]`: GB/s from CPUs of candidate node i to memory of node j.
-#[derive(Clone, Debug)]
-pub struct Problem {
-    pub bw: Vec<Vec<f64>>,
-    /// Clusters, with the clusters of one application next to each other.
-    pub items: Vec<Item>,
+/// What moving an application to a node set costs: resident pages on nodes it would leave,
+/// then threads that would change node.
+pub type Cost = (u64, u64);
+
+/// The search problem over candidate nodes `0..n` (bit i = candidate node i).
+pub struct Problem<'a> {
+    pub n: usize,
+    pub apps: &'a [AppReq],
     /// Keep placements scoring at least this fraction of the best.
     pub keep: f64,
-    /// Stop after visiting this many complete placements.
+    /// Stop after visiting this many complete placements (both passes together).
     pub max_leaves: u64,
 }
 
 /// What the search found.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
-    /// Placements (candidate-node index per cluster) within `keep` of the best, with scores.
-    pub kept: Vec<(Vec<usize>, f64)>,
+    /// The chosen node set (mask) of each application, in the problem's order.
+    pub sets: Option<Vec<u64>>,
+    pub score: f64,
     pub best: f64,
-    /// Size of the full enumeration, N!/(N-k)!.
+    /// Size of the full enumeration of cluster placements, N!/(N-k)!.
     pub total: f64,
-    /// Application sub-placements actually scored (distinct symmetry classes).
+    /// Node sets whose bandwidth was computed.
     pub evaluated: u64,
-    /// Complete placements cut by the bound.
-    pub pruned: f64,
-    /// Application sub-placements whose score came from the hash table.
+    /// Set scores taken from the table instead.
     pub symmetric: u64,
+    /// Complete placements (counted as cluster placements) cut by the bounds.
+    pub pruned: f64,
+    /// Complete set placements visited.
+    pub leaves: u64,
     pub truncated: bool,
 }
 
@@ -63,185 +74,198 @@ pub fn perms(n: usize, k: usize) -> f64 {
     (0..k).map(|i| (n - i) as f64).product()
 }
 
-/// Symmetry class of an application's sub-placement: per cluster, its exact weight and its
-/// quantised bandwidth to the application's other nodes, sorted.
-type ClassKey = Vec<(u64, i64)>;
-
-fn q(x: f64) -> i64 {
-    (x * 100.0).round() as i64
+/// Number of `k`-subsets of `n`, as a float.
+fn choose(n: usize, k: usize) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product()
 }
 
-struct Dfs<'a> {
-    p: &'a Problem,
-    /// Per app: first and one-past-last item index.
-    spans: Vec<(usize, usize)>,
-    /// Per app: an upper bound of its score.
-    ub: Vec<f64>,
-    /// Per app: score of each symmetry class seen.
-    memo: Vec<HashMap<ClassKey, f64>>,
-    /// Scratch buffers reused by every scoring.
-    cbw_buf: Vec<f64>,
-    key_buf: ClassKey,
-    assign: Vec<usize>,
-    used: Vec<bool>,
+/// Every `k`-subset (as a mask) of the nodes in `free` (a mask over `0..n`).
+fn subsets(n: usize, free: u64, k: usize, out: &mut Vec<u64>) {
+    fn go(nodes: &[usize], k: usize, start: usize, cur: u64, out: &mut Vec<u64>) {
+        if k == 0 {
+            out.push(cur);
+            return;
+        }
+        for i in start..nodes.len() {
+            if nodes.len() - i < k {
+                break;
+            }
+            go(nodes, k - 1, i + 1, cur | (1u64 << nodes[i]), out);
+        }
+    }
+    let nodes: Vec<usize> = (0..n).filter(|i| free >> i & 1 == 1).collect();
+    go(&nodes, k, 0, 0, out);
+}
+
+struct Dfs<'a, B, C> {
+    p: &'a Problem<'a>,
+    /// Apps in visiting order (heaviest first).
+    order: Vec<usize>,
+    /// Per visiting depth: the sum of the remaining apps' upper bounds.
+    rest_ub: Vec<f64>,
+    bw: B,
+    cost: C,
+    memo: HashMap<u64, f64>,
     out: Outcome,
-    leaves: u64,
+    sets: Vec<u64>,
+    chosen_cost: Option<(Cost, f64)>,
 }
 
-impl Dfs<'_> {
-    fn app_score(&mut self, app: usize) -> f64 {
-        let (a, b) = self.spans[app];
-        let nodes = &self.assign[a..b];
-        let bw = &self.p.bw;
-        // C_bw of each cluster: the app's score depends on the placement only through the
-        // (weight, C_bw) pairs, so their sorted list is an exact symmetry class.
-        let mut cbw = std::mem::take(&mut self.cbw_buf);
-        let mut key = std::mem::take(&mut self.key_buf);
-        cbw.clear();
-        key.clear();
-        for i in a..b {
-            let n = self.assign[i];
-            cbw.push(if b - a == 1 { bw[n][n] } else { nodes.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum() });
-            key.push((self.p.items[i].weight.to_bits(), q(cbw[i - a])));
+impl<B: FnMut(u64) -> f64, C: Fn(usize, u64) -> Cost> Dfs<'_, B, C> {
+    fn set_bw(&mut self, mask: u64) -> f64 {
+        if let Some(&v) = self.memo.get(&mask) {
+            self.out.symmetric += 1;
+            return v;
         }
-        key.sort_unstable();
-        let s = match self.memo[app].get(key.as_slice()) {
-            Some(&s) => {
-                self.out.symmetric += 1;
-                s
-            }
-            None => {
-                self.out.evaluated += 1;
-                let s = (a..b).map(|i| self.p.items[i].weight * cbw[i - a]).sum();
-                self.memo[app].insert(key.clone(), s);
-                s
-            }
-        };
-        self.cbw_buf = cbw;
-        self.key_buf = key;
-        s
+        self.out.evaluated += 1;
+        let v = (self.bw)(mask);
+        self.memo.insert(mask, v);
+        v
     }
 
-    /// Upper bound of the score of `app`, whose clusters before `depth` are placed: placed
-    /// clusters get their bandwidth to the placed partners plus the best links to free nodes
-    /// for the partners still to come; unplaced ones the best any node could give.
-    fn open_bound(&self, app: usize, depth: usize) -> f64 {
-        let (a, b) = self.spans[app];
-        let size = b - a;
-        if depth == a {
-            return self.ub[app];
-        }
-        let bw = &self.p.bw;
-        let placed = &self.assign[a..depth];
-        let missing = b - depth;
-        let mut total = 0.0;
-        for (i, &n) in placed.iter().enumerate() {
-            let mut free: Vec<f64> = (0..bw.len()).filter(|&m| !self.used[m]).map(|m| bw[n][m]).collect();
-            free.sort_by(|x, y| y.total_cmp(x));
-            let cbw: f64 = placed.iter().filter(|&&m| m != n).map(|&m| bw[n][m]).sum::<f64>()
-                + free.iter().take(missing).sum::<f64>();
-            total += self.p.items[a + i].weight * cbw;
-        }
-        let per_open = if size <= 1 {
-            0.0
-        } else {
-            self.ub[app] / self.p.items[a..b].iter().map(|i| i.weight).sum::<f64>().max(1e-12)
-        };
-        total + self.p.items[depth..b].iter().map(|i| i.weight * per_open).sum::<f64>()
-    }
-
-    fn go(&mut self, depth: usize, score: f64) {
-        let k = self.p.items.len();
-        let n = self.p.bw.len();
-        if self.leaves >= self.p.max_leaves {
+    fn out_of_leaves(&mut self) -> bool {
+        if self.out.leaves >= self.p.max_leaves {
             self.out.truncated = true;
+        }
+        self.out.truncated
+    }
+
+    fn pruned(&mut self, depth: usize, used: u64) {
+        let rest: usize = self.order[depth..].iter().map(|&a| self.p.apps[a].k).sum();
+        self.out.pruned += perms(self.p.n - used.count_ones() as usize, rest);
+    }
+
+    /// Pass 1: the best score.
+    fn best(&mut self, depth: usize, used: u64, score: f64) {
+        if self.out_of_leaves() {
             return;
         }
-        if depth == k {
-            self.leaves += 1;
-            if score > self.out.best {
-                self.out.best = score;
+        if depth == self.order.len() {
+            self.out.leaves += 1;
+            self.out.best = self.out.best.max(score);
+            return;
+        }
+        if self.out.leaves > 0 && score + self.rest_ub[depth] <= self.out.best {
+            self.pruned(depth, used);
+            return;
+        }
+        let app = self.order[depth];
+        let AppReq { k, weight } = self.p.apps[app];
+        let mut cands = Vec::new();
+        subsets(self.p.n, !used, k, &mut cands);
+        for s in cands {
+            let v = weight * self.set_bw(s);
+            self.best(depth + 1, used | s, score + v);
+        }
+    }
+
+    /// Pass 2: the cheapest placement within `keep` of the best.
+    fn choose(&mut self, depth: usize, used: u64, score: f64, cost: Cost) {
+        if self.out_of_leaves() {
+            return;
+        }
+        let floor = self.p.keep * self.out.best - 1e-9 * self.out.best.abs();
+        if let Some((c, _)) = self.chosen_cost {
+            if cost > c {
+                self.pruned(depth, used);
+                return;
             }
-            if score >= self.p.keep * self.out.best {
-                self.out.kept.push((self.assign.clone(), score));
+        }
+        if depth == self.order.len() {
+            self.out.leaves += 1;
+            if score < floor {
+                return;
+            }
+            let better = match self.chosen_cost {
+                None => true,
+                Some((c, s)) => cost < c || (cost == c && score > s + 1e-12),
+            };
+            if better {
+                self.chosen_cost = Some((cost, score));
+                let mut sets = vec![0; self.p.apps.len()];
+                for (d, &a) in self.order.iter().enumerate() {
+                    sets[a] = self.sets[d];
+                }
+                self.out.sets = Some(sets);
+                self.out.score = score;
             }
             return;
         }
-        let app = self.p.items[depth].app;
-        let bound = score + self.open_bound(app, depth) + self.ub[app + 1..].iter().sum::<f64>();
-        if self.out.best > 0.0 && bound < self.p.keep * self.out.best {
-            self.out.pruned += perms(n - depth, k - depth);
+        if score + self.rest_ub[depth] < floor {
+            self.pruned(depth, used);
             return;
         }
-        for node in 0..n {
-            if self.used[node] {
-                continue;
-            }
-            self.used[node] = true;
-            self.assign[depth] = node;
-            let next = if self.spans[app].1 == depth + 1 { score + self.app_score(app) } else { score };
-            self.go(depth + 1, next);
-            self.used[node] = false;
+        let app = self.order[depth];
+        let AppReq { k, weight } = self.p.apps[app];
+        let mut cands = Vec::new();
+        subsets(self.p.n, !used, k, &mut cands);
+        for s in cands {
+            let v = weight * self.set_bw(s);
+            let c = (self.cost)(app, s);
+            self.sets.push(s);
+            self.choose(depth + 1, used | s, score + v, (cost.0 + c.0, cost.1 + c.1));
+            self.sets.pop();
         }
     }
 }
 
-/// Run the search.
-pub fn search(p: &Problem) -> Outcome {
-    let n = p.bw.len();
-    let k = p.items.len();
-    let mut out = Outcome { total: perms(n, k), ..Outcome::default() };
-    if k == 0 || k > n {
+/// Run the search. `bw(mask)`: the bandwidth a cluster on a node of the set gets from the
+/// set's other nodes (GB/s); `cost(app, mask)`: what moving `app` onto the set costs.
+pub fn search(p: &Problem, bw: impl FnMut(u64) -> f64, cost: impl Fn(usize, u64) -> Cost) -> Outcome {
+    let clusters: usize = p.apps.iter().map(|a| a.k).sum();
+    let mut out = Outcome { total: perms(p.n, clusters), ..Outcome::default() };
+    if p.apps.is_empty() || clusters > p.n || p.n > 64 || p.apps.iter().any(|a| a.k == 0) {
         return out;
     }
-    let napps = p.items.iter().map(|i| i.app).max().map_or(0, |a| a + 1);
-    let mut spans = vec![(usize::MAX, 0); napps];
-    for (i, it) in p.items.iter().enumerate() {
-        spans[it.app].0 = spans[it.app].0.min(i);
-        spans[it.app].1 = i + 1;
+    // Upper bound of each app: its weight times the best set of its size (every set of that
+    // size is scored once here and reused below).
+    let mut sizes: Vec<usize> = p.apps.iter().map(|a| a.k).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let sets_needed: f64 = sizes.iter().map(|&k| choose(p.n, k)).sum();
+    if sets_needed > p.max_leaves as f64 {
+        out.truncated = true;
+        return out;
     }
-    // Upper bound per app: each cluster gets the best C_bw any node could give it.
-    let best_local = (0..n).map(|i| p.bw[i][i]).fold(0.0, f64::max);
-    let best_out = |m: usize| -> f64 {
-        (0..n)
-            .map(|i| {
-                let mut row: Vec<f64> = (0..n).filter(|&j| j != i).map(|j| p.bw[i][j]).collect();
-                row.sort_by(|a, b| b.total_cmp(a));
-                row.iter().take(m).sum::<f64>()
-            })
-            .fold(0.0, f64::max)
-    };
-    let ub: Vec<f64> = spans
-        .iter()
-        .map(|&(a, b)| {
-            let size = b.saturating_sub(a);
-            let cbw = if size <= 1 { best_local } else { best_out(size - 1) };
-            p.items.get(a..b).map_or(0.0, |its| its.iter().map(|i| i.weight * cbw).sum())
-        })
-        .collect();
-    // Suffix sums are taken per call from `ub[app..]`: apps are visited in index order.
-    let mut d = Dfs {
-        p,
-        spans,
-        ub,
-        memo: vec![HashMap::new(); napps],
-        cbw_buf: Vec::new(),
-        key_buf: Vec::new(),
-        assign: vec![0; k],
-        used: vec![false; n],
-        out,
-        leaves: 0,
-    };
-    d.go(0, 0.0);
-    out = d.out;
-    let best = out.best;
-    out.kept.retain(|(_, s)| *s >= p.keep * best);
+    let mut order: Vec<usize> = (0..p.apps.len()).collect();
+    order.sort_by(|&a, &b| p.apps[b].weight.total_cmp(&p.apps[a].weight).then(a.cmp(&b)));
+    let mut d = Dfs { p, order, rest_ub: vec![], bw, cost, memo: HashMap::new(), out, sets: vec![], chosen_cost: None };
+    let mut best_of_size: HashMap<usize, f64> = HashMap::new();
+    for &k in &sizes {
+        let mut all = Vec::new();
+        subsets(p.n, u64::MAX, k, &mut all);
+        let b = all.into_iter().map(|s| d.set_bw(s)).fold(0.0, f64::max);
+        best_of_size.insert(k, b);
+    }
+    let ub: Vec<f64> = d.order.iter().map(|&a| p.apps[a].weight * best_of_size[&p.apps[a].k]).collect();
+    d.rest_ub = (0..=ub.len()).map(|i| ub[i..].iter().sum()).collect();
+    d.best(0, 0, 0.0);
+    if !d.out.truncated {
+        d.choose(0, 0, 0.0, (0, 0));
+    }
+    let mut out = d.out;
+    if out.truncated {
+        out.sets = None;
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bandwidth of a set from a symmetric pair table: mean over nodes of the sum to the others.
+    fn pair_sum(bw: &[Vec<f64>], mask: u64) -> f64 {
+        let nodes: Vec<usize> = (0..bw.len()).filter(|i| mask >> i & 1 == 1).collect();
+        if nodes.len() == 1 {
+            return bw[nodes[0]][nodes[0]];
+        }
+        let s: f64 = nodes.iter().flat_map(|&a| nodes.iter().filter(move |&&b| b != a).map(move |&b| bw[a][b])).sum();
+        s / nodes.len() as f64
+    }
 
     fn grid(n: usize, base: f64, fast: &[(usize, usize)], fast_bw: f64) -> Vec<Vec<f64>> {
         let mut bw = vec![vec![base; n]; n];
@@ -256,89 +280,82 @@ mod tests {
     }
 
     #[test]
-    fn finds_the_best_connected_triple_and_skips_symmetric_work() {
+    fn finds_the_best_connected_triple_scoring_each_set_once() {
         let bw = grid(8, 3.0, &[(2, 5), (5, 7), (2, 7)], 6.0);
-        let items = vec![Item { app: 0, weight: 1.0 }; 3];
-        let o = search(&Problem { bw, items, keep: 0.9, max_leaves: 1 << 20 });
+        let apps = [AppReq { k: 3, weight: 1.0 }];
+        let o =
+            search(&Problem { n: 8, apps: &apps, keep: 0.9, max_leaves: 1 << 20 }, |m| pair_sum(&bw, m), |_, _| (0, 0));
         assert_eq!(o.total, 336.0);
-        assert!(o.best > 35.9 && o.best < 36.1, "{}", o.best);
-        assert!(!o.kept.is_empty());
-        for (a, _) in &o.kept {
-            let mut s = a.clone();
-            s.sort_unstable();
-            assert_eq!(s, vec![2, 5, 7]);
-        }
-        assert!((o.evaluated as f64) < o.total / 10.0, "evaluated {} of {}", o.evaluated, o.total);
+        assert_eq!(o.sets, Some(vec![(1 << 2) | (1 << 5) | (1 << 7)]));
+        assert!((o.best - 12.0).abs() < 1e-9, "{}", o.best);
+        // 56 sets of 3 scored once each; every later use comes from the table.
+        assert_eq!(o.evaluated, 56);
+        assert!(o.symmetric > 0);
         assert!(!o.truncated);
     }
 
     #[test]
-    fn matches_brute_force_on_an_asymmetric_fabric() {
-        // Two apps (2 + 1 clusters) on 5 nodes with distinct bandwidths: the best score found
-        // equals the best of the full enumeration.
-        let bw: Vec<Vec<f64>> = (0..5).map(|i| (0..5).map(|j| 1.0 + ((i * 7 + j * 3) % 11) as f64).collect()).collect();
-        let items = vec![Item { app: 0, weight: 2.0 }, Item { app: 0, weight: 1.0 }, Item { app: 1, weight: 0.5 }];
-        let o = search(&Problem { bw: bw.clone(), items: items.clone(), keep: 0.9, max_leaves: 1 << 20 });
-        let mut brute: f64 = 0.0;
-        for a in 0..5 {
-            for b in 0..5 {
-                for c in 0..5 {
-                    if a == b || b == c || a == c {
-                        continue;
-                    }
-                    let s = 2.0 * bw[a][b] + 1.0 * bw[b][a] + 0.5 * bw[c][c];
-                    brute = brute.max(s);
-                }
-            }
+    fn among_good_enough_placements_the_cheapest_wins() {
+        // Two sets within 90%: {2,5,7} (best) and {0,1,2} at 95%; moving to the best costs
+        // pages, staying costs nothing.
+        let mut bw = grid(8, 3.0, &[(2, 5), (5, 7), (2, 7)], 6.0);
+        for (a, b) in [(0, 1), (1, 2), (0, 2)] {
+            bw[a][b] = 5.7;
+            bw[b][a] = 5.7;
         }
-        assert!((o.best - brute).abs() < 1e-9, "{} vs {brute}", o.best);
-        assert!(o.kept.iter().all(|(_, s)| *s >= 0.9 * brute));
-        assert!(o.evaluated as f64 + o.pruned <= o.total + o.symmetric as f64 + 1e-9);
+        let stay: u64 = 0b111;
+        let apps = [AppReq { k: 3, weight: 2.0 }];
+        let p = Problem { n: 8, apps: &apps, keep: 0.9, max_leaves: 1 << 20 };
+        let o = search(&p, |m| pair_sum(&bw, m), |_, m| if m == stay { (0, 0) } else { (100, 0) });
+        assert_eq!(o.sets, Some(vec![stay]));
+        assert!(o.score >= 0.9 * o.best && o.score < o.best);
+        let strict = Problem { keep: 1.0, ..p };
+        let o = search(&strict, |m| pair_sum(&bw, m), |_, m| if m == stay { (0, 0) } else { (100, 0) });
+        assert_eq!(o.sets, Some(vec![(1 << 2) | (1 << 5) | (1 << 7)]));
     }
 
     proptest::proptest! {
         #[test]
-        fn pruning_and_hashing_lose_no_placement_within_keep(
+        fn pruning_and_hashing_lose_nothing(
             vals in proptest::collection::vec(1u32..12, 36),
-            w in proptest::collection::vec(0.0f64..5.0, 4),
+            w in proptest::collection::vec(0.0f64..5.0, 2),
+            costs in proptest::collection::vec(0u64..4, 64),
         ) {
-            // 6 nodes, apps of 3 and 1 clusters: every placement within `keep` of the best
-            // (by brute force) is found, with the right best score.
-            let bw: Vec<Vec<f64>> = (0..6).map(|i| (0..6).map(|j| vals[i * 6 + j] as f64).collect()).collect();
-            let items = vec![
-                Item { app: 0, weight: w[0] },
-                Item { app: 0, weight: w[1] },
-                Item { app: 0, weight: w[2] },
-                Item { app: 1, weight: w[3] },
-            ];
-            let o = search(&Problem { bw: bw.clone(), items, keep: 0.9, max_leaves: 1 << 20 });
+            // 6 nodes, apps of 2 and 3 nodes: the best score and the chosen placement's cost
+            // equal the brute force over all disjoint set pairs.
+            let mut bw = vec![vec![0.0; 6]; 6];
+            for i in 0..6 { for j in 0..6 { bw[i][j] = (vals[i * 6 + j] + vals[j * 6 + i]) as f64; } }
+            let apps = [AppReq { k: 2, weight: w[0] }, AppReq { k: 3, weight: w[1] }];
+            let cost = |a: usize, m: u64| (costs[(m as usize * 7 + a * 13) % 64], 0u64);
+            let o = search(&Problem { n: 6, apps: &apps, keep: 0.9, max_leaves: 1 << 20 }, |m| pair_sum(&bw, m), cost);
             let mut all = Vec::new();
-            for a in 0..6 { for b in 0..6 { for c in 0..6 { for d in 0..6 {
-                let v = [a, b, c, d];
-                if (0..4).any(|i| (i + 1..4).any(|j| v[i] == v[j])) { continue; }
-                let s = w[0] * (bw[a][b] + bw[a][c]) + w[1] * (bw[b][a] + bw[b][c]) + w[2] * (bw[c][a] + bw[c][b]) + w[3] * bw[d][d];
-                all.push((v.to_vec(), s));
-            }}}}
-            let best = all.iter().map(|x| x.1).fold(0.0, f64::max);
-            proptest::prop_assert!((o.best - best).abs() < 1e-6 * best.max(1.0));
-            let want = all.iter().filter(|x| x.1 >= 0.9 * best).count();
-            proptest::prop_assert_eq!(o.kept.len(), want);
-            proptest::prop_assert_eq!(o.total, 360.0);
+            for a in 0u64..64 { for b in 0u64..64 {
+                if a.count_ones() != 2 || b.count_ones() != 3 || a & b != 0 { continue; }
+                let s = w[0] * pair_sum(&bw, a) + w[1] * pair_sum(&bw, b);
+                all.push((a, b, s, cost(0, a).0 + cost(1, b).0));
+            }}
+            let best = all.iter().map(|x| x.2).fold(0.0, f64::max);
+            proptest::prop_assert!((o.best - best).abs() <= 1e-9 * best.max(1.0));
+            let cheapest = all.iter().filter(|x| x.2 >= 0.9 * best - 1e-9 * best).map(|x| x.3).min().unwrap();
+            let sets = o.sets.clone().unwrap();
+            let got = all.iter().find(|x| x.0 == sets[0] && x.1 == sets[1]).unwrap();
+            proptest::prop_assert_eq!(got.3, cheapest);
+            proptest::prop_assert!(got.2 >= 0.9 * best - 1e-9 * best.max(1.0));
+            proptest::prop_assert_eq!(o.total, 720.0);
         }
     }
 
     #[test]
-    fn too_many_clusters_or_none_gives_nothing() {
+    fn impossible_or_huge_problems_give_no_placement() {
         let bw = grid(2, 3.0, &[], 0.0);
-        assert!(search(&Problem {
-            bw: bw.clone(),
-            items: vec![Item { app: 0, weight: 1.0 }; 3],
-            keep: 0.9,
-            max_leaves: 10
-        })
-        .kept
-        .is_empty());
-        assert!(search(&Problem { bw, items: vec![], keep: 0.9, max_leaves: 10 }).kept.is_empty());
+        let f = |m: u64| pair_sum(&bw, m);
+        let three = [AppReq { k: 3, weight: 1.0 }];
+        assert!(search(&Problem { n: 2, apps: &three, keep: 0.9, max_leaves: 10 }, f, |_, _| (0, 0)).sets.is_none());
+        assert!(search(&Problem { n: 2, apps: &[], keep: 0.9, max_leaves: 10 }, f, |_, _| (0, 0)).sets.is_none());
+        // 40 nodes, 20 per app: C(40,20) sets is far beyond the cap.
+        let big = [AppReq { k: 20, weight: 1.0 }];
+        let o = search(&Problem { n: 40, apps: &big, keep: 0.9, max_leaves: 1000 }, |_| 1.0, |_, _| (0, 0));
+        assert!(o.truncated && o.sets.is_none());
         assert_eq!(perms(8, 3), 336.0);
     }
 }

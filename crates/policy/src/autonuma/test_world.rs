@@ -62,7 +62,14 @@ impl World {
 
     /// Declare a region (mapping) of an application.
     pub fn region(&mut self, app: AppId, start_vpn: u64, npages: u64) {
-        self.regions.push(Region { app, start_vpn, npages, name: format!("r{start_vpn}"), resident: vec![] });
+        self.regions.push(Region {
+            app,
+            start_vpn,
+            npages,
+            name: format!("r{start_vpn}"),
+            resident: vec![],
+            huge: Default::default(),
+        });
         self.refresh();
     }
 

@@ -33,7 +33,8 @@ fn world(npages: u64, home: u16) -> World {
         .collect();
     let mut resident = vec![0; 4];
     resident[home as usize] = npages;
-    let regions = vec![Region { app: 0, start_vpn: 0, npages, name: "data".into(), resident }];
+    let regions =
+        vec![Region { app: 0, start_vpn: 0, npages, name: "data".into(), resident, huge: Default::default() }];
     let pages = (0..npages).map(|v| (PageKey { app: 0, vpn: v }, NodeIdx(home))).collect();
     World { allowed: m.all_nodes(), free: vec![1 << 34; 4], m, threads, regions, pages }
 }

@@ -41,6 +41,9 @@ pub struct Object {
     /// threads each write an equal slice), or `parallel` (every thread writes its own slice).
     #[serde(default = "default_init")]
     pub init: String,
+    /// Backed by transparent huge pages (2 MiB): allocated and migrated in whole huge pages.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub huge_pages: bool,
 }
 
 fn default_init() -> String {
@@ -420,7 +423,7 @@ access = [{ object = "a", pattern = "uniform" }]
                 threads: Threads::Count(t),
                 seed: 7,
                 iterations: it,
-                objects: vec![Object { name: "o".into(), size_mib: size, init: "parallel".into() }],
+                objects: vec![Object { name: "o".into(), size_mib: size, init: "parallel".into(), huge_pages: false }],
                 phases: vec![Phase {
                     name: "p".into(),
                     work_ginstr: 0.5,
