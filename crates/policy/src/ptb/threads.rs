@@ -11,8 +11,9 @@
 //!   blocks, one per allowed node with CPUs, sized in proportion to the node's CPUs. Threads
 //!   with neighbouring ids (which share the edges of their slices in a domain decomposition,
 //!   as OpenMP's `proc_bind(close)` assumes) run together; a program with fewer threads than
-//!   CPUs is spread over every controller; programs run together get nodes of their own where
-//!   there are enough. A thread first seen later stays on its node if a CPU there is free of
+//!   CPUs is spread over every controller; programs run together get nodes of their own when
+//!   their threads fit in the CPUs, else each is spread over every node on its own (they
+//!   share the CPUs, and one that ends early leaves no node idle). A thread first seen later stays on its node if a CPU there is free of
 //!   pins, else goes to the node with the fewest pinned threads per CPU.
 //! - **Swaps** ([`ThreadPins::swaps`]): a thread whose sampled accesses go confidently
 //!   (Wilson bound, two standard errors) at least `private_share` to pages on another node
@@ -49,17 +50,25 @@ fn quotas(nodes: &[(NodeIdx, usize)], n: usize) -> Vec<usize> {
 }
 
 /// The node of every thread: contiguous blocks of (program, tid) order, one block per allowed
-/// node with CPUs, sized in proportion to its CPUs. Empty when no allowed node has CPUs.
+/// node with CPUs, sized in proportion to its CPUs. When the programs together have more
+/// threads than the CPUs, each program is cut into blocks over every node on its own: the
+/// programs then share every CPU, as the scheduler would share them, and one that ends early
+/// leaves no node idle. Empty when no allowed node has CPUs.
 pub fn blocks(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<(Tid, NodeIdx)> {
     let nodes = cpu_nodes(m, allowed);
     let mut order: Vec<(u32, Tid)> = threads.iter().map(|t| (t.app, t.tid)).collect();
     order.sort_unstable();
     order.dedup();
-    let q = quotas(&nodes, order.len());
+    let cpus: usize = nodes.iter().map(|x| x.1).sum();
+    let groups: Vec<&[(u32, Tid)]> =
+        if order.len() <= cpus { vec![&order[..]] } else { order.chunk_by(|a, b| a.0 == b.0).collect() };
     let mut out = Vec::with_capacity(order.len());
-    let mut it = order.into_iter();
-    for (&(node, _), &k) in nodes.iter().zip(&q) {
-        out.extend(it.by_ref().take(k).map(|(_, tid)| (tid, node)));
+    for g in groups {
+        let q = quotas(&nodes, g.len());
+        let mut it = g.iter();
+        for (&(node, _), &k) in nodes.iter().zip(&q) {
+            out.extend(it.by_ref().take(k).map(|&(_, tid)| (tid, node)));
+        }
     }
     out
 }
