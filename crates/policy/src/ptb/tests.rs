@@ -560,7 +560,7 @@ fn start_pins_threads_in_blocks_of_neighbours_over_every_allowed_node_with_cpus(
 }
 
 #[test]
-fn two_programs_get_nodes_of_their_own_when_they_fit_in_the_cpus() {
+fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_not_pinned() {
     let m = synthetic("nodes=4,cpus=4").unwrap();
     let mut threads: Vec<_> = (0..8u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..8u32).map(|i| thread(&m, 300 + i, 0, 8 + i)));
@@ -569,14 +569,10 @@ fn two_programs_get_nodes_of_their_own_when_they_fit_in_the_cpus() {
         let app1 = tid < 300;
         assert_eq!(node >= 2, app1, "program 0 (tids 300..) on nodes 0-1, program 1 on 2-3: {tid} on {node}");
     }
-    // More threads than CPUs together: each program over every node, 4 per node.
+    // More threads than CPUs together: left to the scheduler.
     let mut threads: Vec<_> = (0..16u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..16u32).map(|i| thread(&m, 300 + i, 0, i)));
-    let pins = start_pins(&m, &m.all_nodes(), &threads, PtbParams::default());
-    for app_tids in [200..216u32, 300..316] {
-        let nodes: Vec<u16> = pins.iter().filter(|p| app_tids.contains(&p.0)).map(|p| p.1).collect();
-        assert_eq!(nodes, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
-    }
+    assert!(start_pins(&m, &m.all_nodes(), &threads, PtbParams::default()).is_empty());
 }
 
 #[test]

@@ -11,9 +11,9 @@
 //!   blocks, one per allowed node with CPUs, sized in proportion to the node's CPUs. Threads
 //!   with neighbouring ids (which share the edges of their slices in a domain decomposition,
 //!   as OpenMP's `proc_bind(close)` assumes) run together; a program with fewer threads than
-//!   CPUs is spread over every controller; programs run together get nodes of their own when
-//!   their threads fit in the CPUs, else each is spread over every node on its own (they
-//!   share the CPUs, and one that ends early leaves no node idle). A thread first seen later stays on its node if a CPU there is free of
+//!   CPUs is spread over every controller; programs run together get nodes of their own. When the threads
+//!   outnumber the CPUs none is pinned: the scheduler time-shares the CPUs better than fixed
+//!   pins (a program that ends early would leave its nodes' CPUs idle). A thread first seen later stays on its node if a CPU there is free of
 //!   pins, else goes to the node with the fewest pinned threads per CPU.
 //! - **Swaps** ([`ThreadPins::swaps`]): a thread whose sampled accesses go confidently
 //!   (Wilson bound, two standard errors) at least `private_share` to pages on another node
@@ -50,25 +50,23 @@ fn quotas(nodes: &[(NodeIdx, usize)], n: usize) -> Vec<usize> {
 }
 
 /// The node of every thread: contiguous blocks of (program, tid) order, one block per allowed
-/// node with CPUs, sized in proportion to its CPUs. When the programs together have more
-/// threads than the CPUs, each program is cut into blocks over every node on its own: the
-/// programs then share every CPU, as the scheduler would share them, and one that ends early
-/// leaves no node idle. Empty when no allowed node has CPUs.
+/// node with CPUs, sized in proportion to its CPUs. Empty when no allowed node has CPUs, and
+/// when the threads outnumber the CPUs: the scheduler then time-shares the CPUs, and pins
+/// would keep a node's threads queued while another node's CPUs idle (a program that ends
+/// early).
 pub fn blocks(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<(Tid, NodeIdx)> {
     let nodes = cpu_nodes(m, allowed);
     let mut order: Vec<(u32, Tid)> = threads.iter().map(|t| (t.app, t.tid)).collect();
     order.sort_unstable();
     order.dedup();
-    let cpus: usize = nodes.iter().map(|x| x.1).sum();
-    let groups: Vec<&[(u32, Tid)]> =
-        if order.len() <= cpus { vec![&order[..]] } else { order.chunk_by(|a, b| a.0 == b.0).collect() };
+    if order.len() > nodes.iter().map(|x| x.1).sum() {
+        return vec![];
+    }
+    let q = quotas(&nodes, order.len());
     let mut out = Vec::with_capacity(order.len());
-    for g in groups {
-        let q = quotas(&nodes, g.len());
-        let mut it = g.iter();
-        for (&(node, _), &k) in nodes.iter().zip(&q) {
-            out.extend(it.by_ref().take(k).map(|&(_, tid)| (tid, node)));
-        }
+    let mut it = order.into_iter();
+    for (&(node, _), &k) in nodes.iter().zip(&q) {
+        out.extend(it.by_ref().take(k).map(|(_, tid)| (tid, node)));
     }
     out
 }
@@ -102,6 +100,10 @@ impl ThreadPins {
         if !nodes.is_empty() {
             let mut new: Vec<&ThreadState> = snap.threads.iter().filter(|t| !self.node.contains_key(&t.tid)).collect();
             new.sort_by_key(|t| (t.app, t.tid));
+            let cpus: usize = nodes.iter().map(|x| x.1).sum();
+            if snap.threads.len() > cpus {
+                new.clear();
+            }
             for t in new {
                 let count = |n: NodeIdx| self.node.values().filter(|&&x| x == n).count();
                 // Where it runs, if that node has a CPU no pinned thread holds; else the node
