@@ -201,6 +201,9 @@ ptb bench actuator --mb 32 2>&1; brc=$?
 
 # Transparent huge pages `always` and `never` (tests/vm/thp-tests.sh).
 [ -f /bin/thp-tests ] && . /bin/thp-tests
+# 10. The system-wide service under churn for SOAK_S seconds (tests/vm/soak.sh; run.sh sets
+#     SOAK_S on the kernel command line of one kernel only).
+if [ "${SOAK_S:-0}" -gt 0 ]; then /bin/soak "$SOAK_S"; fails=$((fails + $?)); fi
 
 echo "guest tests: $fails failed"
 exit $fails

@@ -11,7 +11,10 @@
 # 5. boots each kernel and passes when every guest prints VMTEST-RESULT=0.
 #
 # Env: PTB_SKIP_VM=1 skips; VM_WORK (cache dir, default target/vm/work); TIMEOUT (s, 420);
-# NODES (4); MEMONLY (1); NODE_MEM (256M); ACCEL (auto|kvm|tcg); KERNELS (stable backports).
+# NODES (4); MEMONLY (1); NODE_MEM (256M); ACCEL (auto|kvm|tcg); KERNELS (stable backports);
+# SOAK_S (300: seconds of the `ptb daemon` soak, tests/vm/soak.sh, 0 skips it) and SOAK_KERNEL
+# (the last of KERNELS): the soak runs in that kernel's guest only, whose time limit grows by
+# SOAK_S + 120 s.
 # Based on a QEMU NUMA guest recipe (initramfs-only busybox guest, serial console).
 set -euo pipefail
 if [ "${PTB_SKIP_VM:-0}" = 1 ]; then echo "tests/vm: skipped (PTB_SKIP_VM=1)"; exit 0; fi
@@ -121,6 +124,7 @@ cp /bin/busybox "$R/bin/"
 for b in ptb ptb-testapp; do strip -o "$R/bin/$b" "$BIN/$b" 2>/dev/null || cp "$BIN/$b" "$R/bin/"; done
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 for t in "$REPO"/tests/vm/*-tests.sh; do install -m 755 "$t" "$R/bin/$(basename "$t" .sh)"; done
+install -m 755 "$REPO/tests/vm/soak.sh" "$R/bin/soak"
 cat > "$R/init" <<'IEOF'
 #!/bin/sh
 export PATH=/bin
@@ -152,18 +156,20 @@ acc=$ACCEL
 if [ "$acc" = auto ]; then
   if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then acc=kvm; else acc=tcg; fi
 fi
+SOAK_S=${SOAK_S:-300}; SOAK_KERNEL=${SOAK_KERNEL:-${KERNELS##* }}
 boot() {  # boot ACCEL KERNEL
-  local a=$1 k=$2 logf=$W/guest-$1-$2.log t0 qpid up=0 kimg=$W/kernel-$2/vmlinuz
+  local a=$1 k=$2 logf=$W/guest-$1-$2.log t0 qpid up=0 kimg=$W/kernel-$2/vmlinuz soak=0 limit=$TIMEOUT
+  if [ "$k" = "$SOAK_KERNEL" ] && [ "$SOAK_S" -gt 0 ]; then soak=$SOAK_S; limit=$((TIMEOUT + SOAK_S + 120)); fi
   [ -s "$W/kernel-$k/vmlinux" ] && kimg=$W/kernel-$k/vmlinux
   if [ "$a" = kvm ]; then cpu=(-accel kvm -cpu host); else cpu=(-accel tcg,thread=multi -cpu max); fi
   : > "$logf"; t0=$(ms)
   log "booting the $k kernel ($a, $NODES nodes + $MEMONLY memory-only, $NODE_MEM each); console: $logf"
-  timeout -k 5 "$TIMEOUT" qemu-system-x86_64 "${cpu[@]}" -machine q35 -smp "$NODES,sockets=$NODES,cores=1,threads=1" \
+  timeout -k 5 "$limit" qemu-system-x86_64 "${cpu[@]}" -machine q35 -smp "$NODES,sockets=$NODES,cores=1,threads=1" \
     -m "${mem_mb}M" "${numa[@]}" -nodefaults -no-user-config -display none -serial "file:$logf" -monitor none \
     -no-reboot "${bios[@]}" -kernel "$kimg" -initrd "$W/initrd.gz" \
-    -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((TIMEOUT - 10))" &
+    -append "console=ttyS0 panic=-1 quiet mitigations=off lpj=10000000 GUEST_WD=$((limit - 10)) SOAK_S=$soak" &
   qpid=$!
-  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|thp' ) &
+  ( tail -n +1 -f --pid=$qpid "$logf" 2>/dev/null | sed -u 's/\r$//' | grep --line-buffered -E 'VMTEST|GUEST|TESTAPP (pages|done)|ptb bench|pages/s|ratio|check-plans|thp|^soak:' ) &
   while kill -0 $qpid 2>/dev/null; do
     if [ $up = 0 ] && grep -q GUEST-UP "$logf"; then up=1; log "guest up after $(( $(ms) - t0 )) ms"; fi
     if [ $up = 0 ] && [ $(( $(ms) - t0 )) -gt $(( BOOT_TIMEOUT * 1000 )) ]; then log "no GUEST-UP in ${BOOT_TIMEOUT}s"; kill $qpid; break; fi

@@ -49,7 +49,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "npb-map-lu-balancing-local",
-        "the model's balancer makes lu 82% local where the kernel reached 43%: lu's pages are spread evenly and its threads move at the calibrated rate, so every page's accesses come mostly from one node and the two-stage filter lets them through; hypothesis, not checked: the real lu shares more data between neighbouring threads than the model's",
+        "the model's balancer makes lu 82% local where the kernel reached 43%: lu's pages are spread evenly and its threads move at the calibrated rate, so every page's accesses come mostly from one node and the two-stage filter lets them through; hypothesis, not checked: the real lu shares more data between neighbouring threads than the model's. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x",
     ),
     (
         "ptb-table-conflicts",
@@ -82,10 +82,6 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         "asymsched-near-best-pca",
         "as asymsched-near-best-streamcluster: pca runs 3.53 s on its best subset {2,4,5}, an oracle placing it there at the first decision (1 s) 4.08 s (15% behind), AsymSched 4.83 s",
-    ),
-    (
-        "sel-fewer-pages",
-        "selective's filter lets through most pages its unselective form moves (ratio 0.9, the paper's point is far fewer): its rework after the paper is under way",
     ),
 ];
 

@@ -20,7 +20,7 @@ impl NodeBuffer {
     /// Map `len` bytes, bind them to `node` (kernel id), touch every page, and check placement.
     pub fn new(len: usize, node: u32) -> Result<Self, CharError> {
         let len = len.max(4096);
-        let ptr = sys::map_anon(len).map_err(|source| CharError::Alloc { node, bytes: len, source })?;
+        let ptr = sys::map_anon(len).map_err(|source| CharError::Alloc { node, bytes: len, error: source })?;
         let buf = NodeBuffer { ptr, len, node };
         sys::advise_huge(ptr, len);
         if let Err(source) = sys::bind_to_node(ptr, len, node) {
@@ -33,7 +33,7 @@ impl NodeBuffer {
                 Some(libc::ENOSYS) => "This kernel was built without NUMA support".into(),
                 _ => "Check that the node is online".into(),
             };
-            return Err(CharError::Bind { node, bytes: len, source, hint });
+            return Err(CharError::Bind { node, bytes: len, error: source, hint });
         }
         // Touch every page so the kernel allocates it now, on `node`, outside any timing.
         // SAFETY: [ptr, ptr+len) is a writable mapping owned by `buf`.

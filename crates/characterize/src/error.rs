@@ -6,35 +6,19 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum CharError {
     /// `mbind(2)` refused to bind a buffer to a node.
-    #[error("cannot bind {bytes} bytes of memory to node {node}: {source}. {hint}")]
-    Bind {
-        node: u32,
-        bytes: usize,
-        #[source]
-        source: std::io::Error,
-        hint: String,
-    },
+    #[error("cannot bind {bytes} bytes of memory to node {node}: {error}. {hint}")]
+    Bind { node: u32, bytes: usize, error: std::io::Error, hint: String },
     /// Pages did not land on the node they were bound to.
     #[error("memory bound to node {node} was placed on node {found}: the kernel ignored the binding ({hint})")]
     Misplaced { node: u32, found: i32, hint: String },
     /// `sched_setaffinity(2)` refused a CPU.
-    #[error("cannot pin a measuring thread to CPU {cpu}: {source}. {hint}")]
-    Affinity {
-        cpu: u32,
-        #[source]
-        source: std::io::Error,
-        hint: String,
-    },
+    #[error("cannot pin a measuring thread to CPU {cpu}: {error}. {hint}")]
+    Affinity { cpu: u32, error: std::io::Error, hint: String },
     /// `mmap(2)` failed.
     #[error(
-        "cannot allocate {bytes} bytes for node {node}'s buffers: {source} (try --quick, which uses smaller buffers)"
+        "cannot allocate {bytes} bytes for node {node}'s buffers: {error} (try --quick, which uses smaller buffers)"
     )]
-    Alloc {
-        node: u32,
-        bytes: usize,
-        #[source]
-        source: std::io::Error,
-    },
+    Alloc { node: u32, bytes: usize, error: std::io::Error },
     /// Nothing can be measured on this machine model.
     #[error("nothing to measure: {0}")]
     Nothing(String),
@@ -42,19 +26,11 @@ pub enum CharError {
     #[error("a measuring thread failed: {0}")]
     Thread(String),
     /// An MLC output file could not be read.
-    #[error("cannot read MLC output {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot read MLC output {path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     /// An MLC output file is malformed.
-    #[error("{path}: {source}")]
-    Mlc {
-        path: PathBuf,
-        #[source]
-        source: crate::mlc::MlcError,
-    },
+    #[error("{path}: {error}")]
+    Mlc { path: PathBuf, error: crate::mlc::MlcError },
     /// MLC matrices do not fit the machine they are imported onto.
     #[error("MLC import: {0}")]
     Import(String),

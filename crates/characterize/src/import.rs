@@ -19,6 +19,9 @@ use ptb_topology::{
 /// Placeholder memory size of a node when the structure is not known.
 const PLACEHOLDER_MEM: u64 = 16 << 30;
 
+/// Most CPUs a placeholder node may get (`--cpus-per-node`).
+pub const MAX_CPUS_PER_NODE: u32 = 4096;
+
 /// True when `base` has exactly the CPU nodes of `bw`'s rows and memory nodes of its columns.
 pub fn fits(base: &Machine, bw: &MlcMatrix) -> bool {
     let ids = |f: fn(&Node) -> bool| {
@@ -33,8 +36,22 @@ pub fn fits(base: &Machine, bw: &MlcMatrix) -> bool {
 }
 
 /// A placeholder machine for `bw`: nodes = row and column ids, `cpus_per_node` CPUs per row
-/// node (numbered densely), 16 GiB per column node.
-pub fn placeholder(bw: &MlcMatrix, name: &str, cpus_per_node: usize) -> Machine {
+/// node (numbered densely), 16 GiB per column node. Refused when `cpus_per_node` is 0 or
+/// above [`MAX_CPUS_PER_NODE`], or the CPUs would be numbered beyond what a CPU list may name.
+pub fn placeholder(bw: &MlcMatrix, name: &str, cpus_per_node: usize) -> Result<Machine, CharError> {
+    if cpus_per_node == 0 || cpus_per_node > MAX_CPUS_PER_NODE as usize {
+        return Err(CharError::Import(format!(
+            "--cpus-per-node {cpus_per_node}: give 1 to {MAX_CPUS_PER_NODE} CPUs per placeholder node"
+        )));
+    }
+    let total = cpus_per_node as u64 * bw.rows.len() as u64;
+    if total > u64::from(ptb_topology::cpulist::MAX_LIST_ID) {
+        return Err(CharError::Import(format!(
+            "--cpus-per-node {cpus_per_node} x {} CPU nodes = {total} CPUs, more than the {} a CPU list may name",
+            bw.rows.len(),
+            ptb_topology::cpulist::MAX_LIST_ID
+        )));
+    }
     let mut ids: Vec<u32> = bw.rows.iter().chain(&bw.cols).copied().collect();
     ids.sort();
     ids.dedup();
@@ -49,8 +66,8 @@ pub fn placeholder(bw: &MlcMatrix, name: &str, cpus_per_node: usize) -> Machine 
             groups: vec![],
         };
         if bw.rows.contains(&id) {
-            let cpus: CpuSet = (0..cpus_per_node.max(1)).map(|k| CpuId(next_cpu + k as u32)).collect();
-            next_cpu += cpus_per_node.max(1) as u32;
+            let cpus: CpuSet = (0..cpus_per_node).map(|k| CpuId(next_cpu + k as u32)).collect();
+            next_cpu += cpus_per_node as u32;
             node.cpus = cpus.clone();
             let g = GroupIdx::from_ix(groups.len());
             groups.push(CpuGroup { idx: g, name: format!("node{id}"), node: idx, cpus });
@@ -59,14 +76,14 @@ pub fn placeholder(bw: &MlcMatrix, name: &str, cpus_per_node: usize) -> Machine 
         nodes.push(node);
     }
     let source = ModelSource::Synthetic { spec: format!("placeholder structure for MLC import `{name}`") };
-    Machine {
+    Ok(Machine {
         notes: vec![format!(
             "structure is a placeholder: MLC output has no CPU lists or memory sizes, so each CPU node got \
              {cpus_per_node} CPUs numbered densely and each memory node {} GiB",
             PLACEHOLDER_MEM >> 30
         )],
         ..Machine::bare(name.to_string(), String::new(), source, nodes, groups)
-    }
+    })
 }
 
 /// Spread an MLC node x node matrix over `base`'s CPU groups (rows) and nodes (columns).

@@ -16,6 +16,7 @@
 use crate::buffer::NodeBuffer;
 use crate::error::CharError;
 use crate::sys;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -29,26 +30,41 @@ const BATCH: u64 = 1024;
 /// Bytes copied between two checks of the stop flag.
 const COPY_PIECE: usize = 256 * 1024;
 
-/// Three arrays of `len` doubles (A, B, C) laid out back to back in one node buffer.
+/// Three arrays of `len` doubles (A, B, C) laid out back to back in one node buffer. It
+/// borrows the buffer (`'b`), so it cannot outlive it: the raw pointers inside are only ever
+/// used while the memory they point to is mapped. (It used to be `Copy + Send + Sync` with no
+/// lifetime, so safe code could keep it after the buffer was unmapped.)
+///
+/// ```compile_fail
+/// use ptb_characterize::{buffer::NodeBuffer, kernel::Triad};
+/// let t = {
+///     let buf = NodeBuffer::new(3 * 8 * 1024, 0).unwrap();
+///     Triad::new(&buf, 1024)
+/// }; // error: `buf` does not live long enough
+/// let _ = t;
+/// ```
 #[derive(Clone, Copy)]
-pub struct Triad {
+pub struct Triad<'b> {
     a: *mut f64,
     b: *const f64,
     c: *const f64,
     len: usize,
+    _buf: PhantomData<&'b NodeBuffer>,
 }
 
-// SAFETY: see `NodeBuffer`: workers write disjoint elements of A and only read B and C.
-unsafe impl Send for Triad {}
-unsafe impl Sync for Triad {}
+// SAFETY: the pointers stay inside the borrowed `NodeBuffer` (alive for `'b`); workers write
+// disjoint elements of A (see `work`) and only read B and C.
+unsafe impl Send for Triad<'_> {}
+// SAFETY: as for Send: shared use only ever writes disjoint elements.
+unsafe impl Sync for Triad<'_> {}
 
-impl Triad {
+impl<'b> Triad<'b> {
     /// Arrays of `len` doubles (a power of two) at the start of three thirds of `buf`.
-    pub fn new(buf: &NodeBuffer, len: usize) -> Self {
+    pub fn new(buf: &'b NodeBuffer, len: usize) -> Self {
         let third = buf.len() / 3 / 8;
         assert!(len.is_power_of_two() && len <= third, "triad length {len} must be a power of two <= {third}");
         let base = buf.as_mut_ptr().cast::<f64>();
-        Triad { a: base, b: base.wrapping_add(third), c: base.wrapping_add(2 * third), len }
+        Triad { a: base, b: base.wrapping_add(third), c: base.wrapping_add(2 * third), len, _buf: PhantomData }
     }
 
     /// Run worker `t` of `n` until `stop`, publishing the iteration count in `done`.
@@ -75,25 +91,34 @@ impl Triad {
     }
 }
 
-/// A plain sequential copy between the two halves of a buffer (the sanity reference).
+/// A plain sequential copy between the two halves of a buffer (the sanity reference); it
+/// borrows the buffer, like [`Triad`].
+///
+/// ```compile_fail
+/// use ptb_characterize::{buffer::NodeBuffer, kernel::Copy};
+/// let c = Copy::new(&NodeBuffer::new(1 << 16, 0).unwrap(), 1 << 12); // temporary dropped
+/// let _ = c;
+/// ```
 #[derive(Clone, Copy)]
-pub struct Copy {
+pub struct Copy<'b> {
     src: *const u8,
     dst: *mut u8,
     len: usize,
+    _buf: PhantomData<&'b NodeBuffer>,
 }
 
-// SAFETY: workers copy disjoint slices.
-unsafe impl Send for Copy {}
-unsafe impl Sync for Copy {}
+// SAFETY: the pointers stay inside the borrowed buffer; workers copy disjoint slices.
+unsafe impl Send for Copy<'_> {}
+// SAFETY: as for Send.
+unsafe impl Sync for Copy<'_> {}
 
-impl Copy {
+impl<'b> Copy<'b> {
     /// Copy between the first `len` bytes of each half of `buf`.
-    pub fn new(buf: &NodeBuffer, len: usize) -> Self {
+    pub fn new(buf: &'b NodeBuffer, len: usize) -> Self {
         let half = buf.len() / 2;
         let len = len.min(half);
         let p = buf.as_mut_ptr();
-        Copy { src: p, dst: p.wrapping_add(half), len }
+        Copy { src: p, dst: p.wrapping_add(half), len, _buf: PhantomData }
     }
 
     fn work(&self, t: usize, n: usize, stop: &AtomicBool, done: &AtomicU64) {
@@ -113,11 +138,11 @@ impl Copy {
     }
 }
 
-/// What a team runs.
+/// What a team runs (borrowing the buffer it runs on).
 #[derive(Clone, Copy)]
-pub enum Work {
-    Triad(Triad),
-    Copy(Copy),
+pub enum Work<'b> {
+    Triad(Triad<'b>),
+    Copy(Copy<'b>),
 }
 
 /// One measuring thread: the CPU it is pinned to and the team (CPU group) it counts for.
@@ -142,7 +167,7 @@ pub struct TeamRun {
 
 /// Run `work` on every worker at once; returns GB/s per team (`n_teams` entries), timed over
 /// `duration` after a warm-up of a quarter of it.
-pub fn run_team(workers: &[Worker], n_teams: usize, work: Work, duration: Duration) -> Result<TeamRun, CharError> {
+pub fn run_team(workers: &[Worker], n_teams: usize, work: Work<'_>, duration: Duration) -> Result<TeamRun, CharError> {
     let n = workers.len();
     if n == 0 {
         return Ok(TeamRun { gbps: vec![0.0; n_teams], cpu_share: 1.0 });
@@ -215,7 +240,7 @@ pub(crate) fn affinity_error(cpu: u32, source: std::io::Error) -> CharError {
              restrictions, or use a machine model whose groups name allowed CPUs"
         )
     };
-    CharError::Affinity { cpu, source, hint }
+    CharError::Affinity { cpu, error: source, hint }
 }
 
 #[cfg(test)]

@@ -18,10 +18,21 @@ use std::time::{Duration, Instant};
 /// Steps between two clock reads.
 const STEPS: usize = 4096;
 
-/// A random cycle of pointers through a node buffer.
-pub struct Cycle {
+/// A random cycle of pointers through a node buffer. It borrows the buffer (`'b`): the chase
+/// follows addresses inside it, so it must not outlive it.
+///
+/// ```compile_fail
+/// use ptb_characterize::{buffer::NodeBuffer, latency::Cycle};
+/// let c = {
+///     let buf = NodeBuffer::new(1 << 16, 0).unwrap();
+///     Cycle::build(&buf, 64, 1)
+/// }; // error: `buf` does not live long enough
+/// let _ = c.slots();
+/// ```
+pub struct Cycle<'b> {
     start: usize,
     slots: usize,
+    _buf: std::marker::PhantomData<&'b NodeBuffer>,
 }
 
 /// SplitMix64: a small, good-enough generator for shuffling (no dependency needed).
@@ -53,20 +64,21 @@ pub(crate) fn sattolo(n: usize, seed: u64) -> Vec<u32> {
     perm
 }
 
-impl Cycle {
-    /// Link the slots of `buf` (each `slot` bytes, at least one pointer) into one random cycle.
-    pub fn build(buf: &NodeBuffer, slot: usize, seed: u64) -> Self {
-        let slot = slot.max(std::mem::size_of::<usize>());
+impl<'b> Cycle<'b> {
+    /// Link the slots of `buf` (each `slot` bytes, rounded up to a whole number of pointers so
+    /// every slot is pointer aligned) into one random cycle.
+    pub fn build(buf: &'b NodeBuffer, slot: usize, seed: u64) -> Self {
+        let slot = slot.max(1).next_multiple_of(std::mem::size_of::<usize>());
         let slots = (buf.len() / slot).max(1);
         let next = sattolo(slots, seed);
         let base = buf.as_mut_ptr();
         for (k, &nk) in next.iter().enumerate() {
             let target = base.wrapping_add(nk as usize * slot) as usize;
             // SAFETY: slot k lies inside buf (k < slots = len / slot) and is pointer aligned
-            // (the buffer is page aligned and `slot` a multiple of the pointer size in use).
+            // (the buffer is page aligned and `slot` a multiple of the pointer size).
             unsafe { base.add(k * slot).cast::<usize>().write(target) };
         }
-        Cycle { start: base as usize, slots }
+        Cycle { start: base as usize, slots, _buf: std::marker::PhantomData }
     }
 
     pub fn slots(&self) -> usize {
@@ -137,6 +149,8 @@ mod tests {
         let buf = NodeBuffer::new(1 << 20, 0).unwrap();
         let c = Cycle::build(&buf, 64, 7);
         assert_eq!(c.slots(), (1 << 20) / 64);
+        // A slot size that is not a whole number of pointers is rounded up (was misaligned).
+        assert_eq!(Cycle::build(&buf, 12, 7).slots(), (1 << 20) / 16);
         let cpu = sys::allowed_cpus()[0];
         let ns = c.chase_ns(cpu, Duration::from_millis(2)).unwrap();
         assert!(ns > 0.1 && ns < 100_000.0, "{ns} ns");

@@ -13,7 +13,7 @@ fn broadwell_matrices_round_trip_through_a_machine_file() {
     let bw = mlc::parse_one(&fixture("broadwell-4node-bandwidth.txt"), MlcKind::Bandwidth).unwrap();
     let lat = mlc::parse_one(&fixture("broadwell-4node-latency.txt"), MlcKind::Latency).unwrap();
     assert_eq!((bw.rows.len(), bw.cols.len()), (4, 4));
-    let base = placeholder(&bw, "broadwell", 4);
+    let base = placeholder(&bw, "broadwell", 4).unwrap();
     assert!(fits(&base, &bw));
     let m = import(&base, &bw, Some((&lat, "lat fixture")), "broadwell fixture").unwrap();
 
@@ -51,7 +51,7 @@ fn a_cxl_node_without_cpus_becomes_a_memory_only_column() {
     let text = fixture("cxl-default-run.txt");
     let bw = mlc::parse_one(&text, MlcKind::Bandwidth).unwrap();
     let lat = mlc::parse_one(&text, MlcKind::Latency).unwrap();
-    let base = placeholder(&bw, "cxl", 8);
+    let base = placeholder(&bw, "cxl", 8).unwrap();
     let m = import(&base, &bw, Some((&lat, "cxl fixture")), "cxl fixture").unwrap();
     let cxl = m.node_idx(NodeId(1)).unwrap();
     assert!(!m.node(cxl).has_cpus() && m.node(cxl).has_memory());
@@ -64,11 +64,34 @@ fn a_cxl_node_without_cpus_becomes_a_memory_only_column() {
 fn matrices_that_do_not_fit_the_machine_are_refused() {
     let bw = mlc::parse_one(&fixture("broadwell-4node-bandwidth.txt"), MlcKind::Bandwidth).unwrap();
     let small = mlc::parse_one("bandwidth\nNuma node 0 1\n0 1 2\n1 3 4\n", MlcKind::Bandwidth).unwrap();
-    let base = placeholder(&small, "two", 2);
+    let base = placeholder(&small, "two", 2).unwrap();
     assert!(!fits(&base, &bw));
     let e = import(&base, &bw, None, "x").unwrap_err().to_string();
     assert!(e.contains("node 2") && e.contains("does not have"), "{e}");
     let lat = mlc::parse_one("latency\nNuma node 0 1\n0 1 2\n", MlcKind::Latency).unwrap();
     let e = import(&base, &small, Some((&lat, "y")), "x").unwrap_err().to_string();
     assert!(e.contains("no row for node 1"), "{e}");
+}
+
+/// `--cpus-per-node` 0 silently became 1, 300000 wrote a machine file ptb then refused, and
+/// 4294967296 aborted allocating 16 GiB: each is refused with what to give instead.
+#[test]
+fn placeholder_cpu_counts_are_bounded() {
+    let bw = mlc::parse_one(&fixture("broadwell-4node-bandwidth.txt"), MlcKind::Bandwidth).unwrap();
+    for bad in [0usize, 300_000, 4_294_967_296] {
+        let e = placeholder(&bw, "b", bad).unwrap_err().to_string();
+        assert!(e.contains("--cpus-per-node"), "{bad}: {e}");
+    }
+    let m = placeholder(&bw, "b", 4096).unwrap();
+    ptb_topology::validate::validate(&m, "b").unwrap();
+}
+
+/// The MLC and machine errors were printed twice (the message and its `source` again).
+#[test]
+fn an_mlc_error_is_said_once() {
+    let e = mlc::parse("garbage\n", Some(MlcKind::Bandwidth)).unwrap_err();
+    let c = ptb_characterize::CharError::Mlc { path: "x.txt".into(), error: e };
+    assert!(std::error::Error::source(&c).is_none());
+    let text = c.to_string();
+    assert_eq!(text.matches("no `Numa node`").count(), 1, "{text}");
 }

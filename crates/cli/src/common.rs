@@ -41,14 +41,37 @@ impl ParamArgs {
     pub fn params(&self) -> Result<Params> {
         let mut p = Params::new();
         if let Some(path) = &self.config {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+            let text = ptb_topology::input::read_text(path, "config", ptb_topology::input::cap::CONFIG)?;
             p.add_toml(&text, &path.display().to_string())?;
         }
         for s in &self.set {
             p.set_assignment(s)?;
         }
+        ptb_policy::check_params(&p)?;
         Ok(p)
     }
+}
+
+/// A `--seconds` value: a finite number of seconds above 0 and at most ten years (`nan`,
+/// `inf`, `1e300` and `-1` used to panic, or record forever).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !v.is_finite() || v <= 0.0 || v > MAX_SECONDS {
+        return Err(format!("{text}: give a number of seconds above 0 and at most {MAX_SECONDS} (ten years)"));
+    }
+    Ok(v)
+}
+
+/// Ten years, in seconds.
+pub const MAX_SECONDS: f64 = 315_360_000.0;
+
+/// A finite number above 0 (e.g. `--budget-mbps`; `nan` used to be taken).
+pub fn positive_f64(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if !v.is_finite() || v <= 0.0 || v > 1e12 {
+        return Err(format!("{text}: give a finite number above 0"));
+    }
+    Ok(v)
 }
 
 /// Parse a comma-separated policy list such as `first-touch,ptb-classic+selective`.

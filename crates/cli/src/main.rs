@@ -54,6 +54,10 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Enable or disable placement for a managed process (region of interest).
     Roi(cmd::roi::Args),
+    /// The system-wide service: manage every process the config's rules select.
+    Daemon(cmd::daemon::Args),
+    /// Show what each running ptb (run, attach, the daemon service) manages.
+    Status(cmd::status::Args),
     /// Benchmarks that print figures (policy decision time, simulator speed, actuator rate).
     Bench(cmd::bench::Args),
     /// Run one program pinned on every k-node subset of a machine: best, worst, mean (simulated).
@@ -73,8 +77,21 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
 }
 
+/// A closed stdout (`ptb policies | head -1`) ends ptb quietly, as it ends `cat`: SIGPIPE is
+/// set back to its default for every command that only prints. The commands that manage
+/// processes keep it ignored (a write error is not a reason to leave threads pinned; they
+/// print through `say!`, which ignores a closed stderr) and so does the service.
+fn pipe_policy(cmd: &Command) {
+    let manages = matches!(cmd, Command::Run(_) | Command::Attach(_) | Command::Record(_) | Command::Daemon(_));
+    if !manages {
+        // SAFETY: setting a signal's disposition to its default before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+}
+
 fn main() -> ExitCode {
     let cli = parse_cli();
+    pipe_policy(&cli.cmd);
     common::init_logging(&cli.log, cli.log_json);
     let r = match cli.cmd {
         Command::Topology(a) => cmd::topology::run(a),
@@ -91,6 +108,8 @@ fn main() -> ExitCode {
         Command::Record(a) => cmd::record::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Roi(a) => cmd::roi::run(a),
+        Command::Daemon(a) => cmd::daemon::run(a),
+        Command::Status(a) => cmd::status::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Subsets(a) => cmd::subsets::run(a),
     };

@@ -9,18 +9,34 @@ use serde::Serialize;
 pub struct WorldArgs {
     /// Multiply every phase's work: 1 runs the built-in programs as long as the published ones
     /// (15 s to over a minute under the Linux default); below 1 shortens them for a quick look.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = duration_scale)]
     pub duration_scale: f64,
     /// Cross-node migrations per second of each thread no policy pinned, under the simulated
     /// Linux scheduler (calibrated on published NPB access maps); 0 keeps unpinned threads
     /// where they start.
-    #[arg(long, value_name = "PER_S", default_value_t = ptb_sim::sched::DEFAULT_MIGRATIONS_PER_S)]
+    #[arg(long, value_name = "PER_S", default_value_t = ptb_sim::sched::DEFAULT_MIGRATIONS_PER_S, value_parser = rate)]
     pub linux_migrations: f64,
     /// Perturb the simulator's hidden constants (service times, queue steepness, idle
     /// latencies, link capacities, migration costs) by factors within +-30% drawn from this
     /// seed; policies still see the unperturbed machine file.
     #[arg(long, value_name = "SEED")]
     pub perturb: Option<u64>,
+}
+
+/// `--duration-scale`: a finite factor above 0, at most 1000 (`inf` was told "must be > 0").
+fn duration_scale(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!("`{text}`: give a finite factor above 0 and at most 1000 (1 = the published length)")),
+    }
+}
+
+/// `--linux-migrations`: a finite rate >= 0.
+fn rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1e6).contains(&v) => Ok(v),
+        _ => Err(format!("`{text}`: give a finite number of migrations per second, 0 to 1000000")),
+    }
 }
 
 impl WorldArgs {

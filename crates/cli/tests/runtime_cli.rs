@@ -67,12 +67,11 @@ fn unsafe_targets_and_presets_are_refused() {
 }
 
 #[test]
-fn roi_writes_the_control_file() {
+fn roi_without_a_daemon_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "end", "4242"]).assert().success();
-    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "off");
-    ptb().env("PTB_ROI_DIR", dir.path()).args(["roi", "begin", "4242"]).assert().success();
-    assert_eq!(std::fs::read_to_string(dir.path().join("ptb-roi.4242")).unwrap().trim(), "on");
+    let out = ptb().env("PTB_RUN_DIR", dir.path()).args(["roi", "end", "4242"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no running ptb manages pid 4242"));
 }
 
 #[test]

@@ -25,6 +25,7 @@
 //! asked is a failure (reason `huge-page` when its huge page went elsewhere).
 
 use crate::backing::{BasePagesOnly, LiveBacking, PageBacking};
+use crate::identity::Gate;
 use crate::pagemove::{self, Kernel, Prepared};
 use crate::procfs::ProcRoot;
 use crate::sys;
@@ -35,6 +36,7 @@ use ptb_profile::Tid;
 use ptb_topology::{CpuSet, Machine, NodeIdx};
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
 
 /// Tuning of the real actuator.
 #[derive(Clone, Debug)]
@@ -277,6 +279,23 @@ pub struct LinuxActuator {
     retry: RetryQueue,
     /// Page-level record of the last apply, when `keep_journal` was called.
     journal: Option<Journal>,
+    /// Asked before every thread and page move and every restore: is this still the process
+    /// (thread) ptb took? Closed until the daemon sets it.
+    gate: Arc<dyn Gate>,
+    /// Plans applied so far.
+    applies: u64,
+}
+
+/// The gate of a new actuator: nothing passes until [`LinuxActuator::set_gate`].
+struct Closed;
+
+impl Gate for Closed {
+    fn pid_ok(&self, _pid: u32) -> bool {
+        false
+    }
+    fn tid_ok(&self, _tid: u32) -> bool {
+        false
+    }
 }
 
 impl LinuxActuator {
@@ -301,7 +320,14 @@ impl LinuxActuator {
             thread_failures: BTreeMap::new(),
             retry: RetryQueue::default(),
             journal: None,
+            gate: Arc::new(Closed),
+            applies: 0,
         })
+    }
+
+    /// Who may be touched: every move and restore asks `gate` first (see [`crate::identity`]).
+    pub fn set_gate(&mut self, gate: Arc<dyn Gate>) {
+        self.gate = gate;
     }
 
     /// Keep a page-level journal of every apply from now on.
@@ -330,7 +356,7 @@ impl LinuxActuator {
 
     fn cpus_of(&self, t: ThreadTarget) -> CpuSet {
         match t {
-            ThreadTarget::Node(n) => self.machine.node(n).cpus.clone(),
+            ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => self.machine.node(n).cpus.clone(),
             ThreadTarget::Cpu(c) => {
                 let mut s = CpuSet::new();
                 s.insert_raw(c.0);
@@ -339,11 +365,14 @@ impl LinuxActuator {
         }
     }
 
-    /// Put back the original affinity of every thread moved so far (threads that exited are
-    /// skipped). Returns how many were restored.
+    /// Put back the original affinity of every thread moved so far. Threads that exited, and
+    /// thread ids now held by another thread, are skipped. Returns how many were restored.
     pub fn restore_affinities(&mut self) -> usize {
         let mut n = 0;
         for (tid, cpus) in std::mem::take(&mut self.saved) {
+            if !self.gate.tid_ok(tid) {
+                continue;
+            }
             match sys::set_affinity(tid, &cpus) {
                 Ok(()) => n += 1,
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
@@ -447,7 +476,18 @@ impl Actuator for LinuxActuator {
 
     fn apply(&mut self, plan: &Plan) -> io::Result<ApplyReport> {
         let mut report = ApplyReport::default();
+        // Threads that are gone have nothing to restore: forget them now and then, so a
+        // program that keeps starting threads does not grow this table.
+        self.applies += 1;
+        if self.applies.is_multiple_of(16) {
+            let gate = self.gate.clone();
+            self.saved.retain(|tid, _| gate.tid_ok(*tid));
+        }
         for t in &plan.threads {
+            if !self.gate.tid_ok(t.tid) {
+                *self.thread_failures.entry("gone".into()).or_default() += 1;
+                continue;
+            }
             let cpus = self.cpus_of(t.to);
             if let std::collections::btree_map::Entry::Vacant(slot) = self.saved.entry(t.tid) {
                 match sys::get_affinity(t.tid) {
@@ -461,6 +501,18 @@ impl Actuator for LinuxActuator {
                 }
             }
             match sys::set_affinity(t.tid, &cpus) {
+                // An unpinned move: the kernel moved the thread when its affinity excluded
+                // its CPU; the original affinity goes back at once (best effort: a sleeping
+                // thread picks its CPU at wake-up, from the mask it has then).
+                Ok(()) if matches!(t.to, ThreadTarget::NodeUnpinned(_)) => {
+                    if let Some(orig) = self.saved.remove(&t.tid) {
+                        if let Err(e) = sys::set_affinity(t.tid, &orig) {
+                            self.saved.insert(t.tid, orig);
+                            tracing::warn!(tid = t.tid, error = %e, "could not restore affinity after an unpinned move");
+                        }
+                    }
+                    report.threads_moved += 1;
+                }
                 Ok(()) => report.threads_moved += 1,
                 Err(e) => {
                     *self.thread_failures.entry(sys::errno_name(e.raw_os_error().unwrap_or(0))).or_default() += 1;
@@ -485,6 +537,9 @@ impl Actuator for LinuxActuator {
             }
         };
         for r in &plan.ranges {
+            if !self.gate.pid_ok(r.app) {
+                continue;
+            }
             let b = backings.entry(r.app).or_insert_with(|| backing(r.app));
             let m = self.expand_range(r.app, r.start_vpn, r.npages, &r.op, b.as_mut());
             asks.entry(r.app).or_default().extend(m);
@@ -514,6 +569,11 @@ impl Actuator for LinuxActuator {
         }
         for p in work {
             let pid = p.pid;
+            // Checked again just before the moves: the process may have exited meanwhile.
+            if !self.gate.pid_ok(pid) {
+                *report.pages_failed.entry("gone".into()).or_default() += (p.base.len() + p.huge.len()) as u64;
+                continue;
+            }
             let o = pagemove::execute(p, &kernel);
             report.pages_moved += o.pages_moved;
             report.huge_pages_moved += o.huge_pages_moved;
@@ -539,6 +599,14 @@ impl Actuator for LinuxActuator {
             *b = b.saturating_sub(used);
         }
         Ok(report)
+    }
+}
+
+impl Drop for LinuxActuator {
+    /// Whatever ends the daemon (an error, a panic unwinding), moved threads get their
+    /// affinity back.
+    fn drop(&mut self) {
+        self.restore_affinities();
     }
 }
 
@@ -605,6 +673,7 @@ mod tests {
     use super::*;
     use ptb_policy::{PageMove, RangeAction, ThreadMove};
     use ptb_profile::PageKey;
+    use std::sync::Arc;
 
     fn plan() -> Plan {
         Plan {
@@ -698,6 +767,57 @@ mod tests {
         // With room, the huge page weighs the 6 pages it copies.
         let mut work = vec![Prepared { pid: 1, huge: vec![huge], ..Default::default() }];
         assert_eq!(admit(&mut work, None, &BTreeMap::new(), &mut ApplyReport::default()), 6);
+    }
+
+    /// A gate that lets one thread id through (or none).
+    struct OnlyTid(Option<u32>);
+    impl Gate for OnlyTid {
+        fn pid_ok(&self, _pid: u32) -> bool {
+            self.0.is_some()
+        }
+        fn tid_ok(&self, tid: u32) -> bool {
+            self.0 == Some(tid)
+        }
+    }
+
+    /// The actuator asks the gate before every move and every restore: a thread id the daemon
+    /// no longer knows (its process exited, the id went to another process) is never touched.
+    /// Before, any tid in a plan was moved and restored blindly.
+    #[test]
+    fn nothing_moves_or_is_restored_without_the_gate() {
+        let root = ProcRoot::live();
+        let m = crate::live::machine(&root).unwrap();
+        let cpus = sys::get_affinity(std::process::id()).unwrap();
+        if cpus.len() < 2 {
+            eprintln!("skipped: needs two CPUs");
+            return;
+        }
+        let first = ptb_topology::CpuId(cpus.first_raw().unwrap());
+        let mut child = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+        let tid = child.id();
+        let plan = Plan { threads: vec![ThreadMove { tid, to: ThreadTarget::Cpu(first) }], ..Default::default() };
+        let mut a = LinuxActuator::new(m.clone(), root.clone(), ActuatorConfig::default()).unwrap();
+        // A new actuator is closed until the daemon gives it a gate.
+        a.apply(&plan).unwrap();
+        assert_eq!(a.thread_failures.get("gone"), Some(&1));
+        assert_eq!(sys::get_affinity(tid).unwrap(), cpus);
+        a.set_gate(Arc::new(OnlyTid(Some(tid))));
+        assert_eq!(a.apply(&plan).unwrap().threads_moved, 1);
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        // The thread id now "belongs to someone else": restore must not touch it.
+        a.set_gate(Arc::new(OnlyTid(None)));
+        assert_eq!(a.restore_affinities(), 0);
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        // Dropping an actuator (as a panic unwinding does) restores what it moved.
+        sys::set_affinity(tid, &cpus).unwrap();
+        let mut b = LinuxActuator::new(m, root, ActuatorConfig::default()).unwrap();
+        b.set_gate(Arc::new(OnlyTid(Some(tid))));
+        b.apply(&plan).unwrap();
+        assert_eq!(sys::get_affinity(tid).unwrap().len(), 1);
+        drop(b);
+        assert_eq!(sys::get_affinity(tid).unwrap(), cpus);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// Real move_pages on this process: moving pages to the node they are on succeeds

@@ -8,14 +8,16 @@
 //! ```
 //!
 //! A target that exits mid-cycle is logged, never an error: reads that fail because the
-//! process is gone are skipped and the loop ends when no target is left.
+//! process is gone are skipped and the loop ends when no target is left. Targets are known by
+//! identity ([`crate::identity`]): a pid that now names another process is never touched.
 
 use crate::actuator::{DryRunActuator, LinuxActuator};
+use crate::control;
+use crate::identity::{Gate, Identities, ProcId};
 use crate::metrics::Stats;
 use crate::observe;
 use crate::perf::{Detection, PerfSource, SourceKind};
 use crate::procfs::ProcRoot;
-use crate::roi;
 use crate::safety;
 use ptb_policy::{
     validate_plan, Actuator, AllocPolicy, ApplyReport, Plan, Policy, RangeAction, RangeOp, SamplingMode, Snapshot,
@@ -24,6 +26,7 @@ use ptb_policy::{
 use ptb_profile::{Sample, SampleSource};
 use ptb_topology::{Machine, NodeSet};
 use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,10 +45,26 @@ impl Act {
     }
 }
 
-/// A managed process: launched by ptb (`child`) or attached.
+/// A managed process: launched by ptb (`child`) or attached, with its identity.
 pub struct Target {
     pub pid: u32,
     pub child: Option<Child>,
+    pub id: ProcId,
+}
+
+impl Target {
+    /// A running process (the caller checked that it may be managed).
+    pub fn attach(root: &ProcRoot, pid: u32) -> Result<Target, String> {
+        Ok(Target { pid, child: None, id: ProcId::capture(root, pid)? })
+    }
+    /// A child ptb started (not reaped yet, so its pid cannot have been reused).
+    pub fn launched(root: &ProcRoot, child: Child) -> Result<Target, (Child, String)> {
+        let pid = child.id();
+        match ProcId::capture(root, pid) {
+            Ok(id) => Ok(Target { pid, child: Some(child), id }),
+            Err(e) => Err((child, e)),
+        }
+    }
 }
 
 /// Daemon options.
@@ -62,6 +81,15 @@ pub struct Config {
     pub source: String,
     /// Start with placement paused until `ptb roi begin`.
     pub roi_wait: bool,
+    /// The control channel's shared state: targets are registered there (for `ptb status`)
+    /// and `ptb roi` pauses them through it.
+    pub control: Option<Arc<control::Shared>>,
+    /// The service rule that selected the targets (shown by `ptb status`).
+    pub rule: Option<String>,
+    /// Stop when set (the service detaching one program); SIGINT/SIGTERM stop every loop.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Prefix of the messages on stderr (`ptb`, or `ptb[PID]` in the service).
+    pub label: String,
     /// The start plan's allocation policy was already applied (set_mempolicy before exec).
     pub alloc_applied: bool,
     /// Stop after this long (None: until the targets exit or a signal).
@@ -107,6 +135,7 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         .map(|t| {
             let cpus = match t.to {
                 ptb_policy::ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
+                ptb_policy::ThreadTarget::NodeUnpinned(n) => format!("{} (once)", m.node(n).cpus.to_list()),
                 ptb_policy::ThreadTarget::Cpu(c) => c.0.to_string(),
             };
             (t.tid, cpus)
@@ -117,11 +146,10 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
     let line = serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
                                    "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
                                    "thread_moves": threads, "report": report });
-    let r = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    // Not through a symlink, not into another user's file (a root ptb, a log path in /tmp).
+    let r = ptb_topology::input::create(path, "plan log", true)
+        .map_err(|e| e.to_string())
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).map_err(|e| e.to_string()));
     if let Err(e) = r {
         tracing::warn!(path = %path.display(), error = %e, "cannot write the plan log");
     }
@@ -139,28 +167,23 @@ pub struct Outcome {
     pub restored: usize,
 }
 
-fn pids_alive(root: &ProcRoot, targets: &mut [Target], child_status: &mut Option<ExitStatus>) -> Vec<u32> {
-    let mut alive = Vec::new();
+/// Targets still alive (by identity; `full` also re-reads owner and start time, else only
+/// the pidfds are polled).
+fn pids_alive(ids: &Identities, targets: &mut [Target], child_status: &mut Option<ExitStatus>, full: bool) -> Vec<u32> {
     for t in targets.iter_mut() {
-        let up = match &mut t.child {
-            Some(c) => match c.try_wait() {
-                Ok(Some(st)) => {
-                    if child_status.is_none() {
-                        tracing::info!(pid = t.pid, status = %st, "target exited");
-                    }
-                    *child_status = Some(st);
-                    false
+        if let Some(c) = &mut t.child {
+            if let Ok(Some(st)) = c.try_wait() {
+                if child_status.is_none() {
+                    tracing::info!(pid = t.pid, status = %st, "target exited");
                 }
-                Ok(None) => true,
-                Err(_) => false,
-            },
-            None => observe::alive(root, t.pid),
-        };
-        if up {
-            alive.push(t.pid);
+                *child_status = Some(st);
+            }
         }
     }
-    alive
+    // Identity, not the number: an exited target's pid may already name another process.
+    let live = if full { ids.alive() } else { ids.alive_quick() };
+    let child_done = child_status.is_some();
+    targets.iter().filter(|t| live.contains(&t.pid) && !(t.child.is_some() && child_done)).map(|t| t.pid).collect()
 }
 
 /// Expand an allocation policy into range actions over the anonymous regions of attached
@@ -217,9 +240,28 @@ pub fn run(
 ) -> Result<Outcome, String> {
     let t0 = Instant::now();
     let mut child_status = None;
-    // SAFETY: geteuid has no preconditions.
-    let my_uid = unsafe { libc::geteuid() };
+    let ids = Arc::new(Identities::new(root, targets.iter().map(|t| t.id.try_clone()).collect()));
+    if let Act::Real(a) = &mut act {
+        a.set_gate(ids.clone());
+    }
     let threads = observe::threads(root, machine, &targets.iter().map(|t| t.pid).collect::<Vec<_>>());
+    ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
+    if let Some(c) = &cfg.control {
+        let nodes = cfg.allowed.iter_raw().map(|n| machine.nodes[n as usize].id.0.to_string()).collect::<Vec<_>>();
+        for t in &targets {
+            c.register(control::Program {
+                pid: t.pid,
+                uid: t.id.uid,
+                command: root.comm(t.pid).unwrap_or_default(),
+                rule: cfg.rule.clone(),
+                policy: policy.name(),
+                nodes: nodes.join(","),
+                stats: cfg.stats.clone(),
+                since: Instant::now(),
+                roi_wait: cfg.roi_wait,
+            });
+        }
+    }
     let start =
         start.unwrap_or_else(|| policy.start(&StartContext { machine, allowed: &cfg.allowed, threads: &threads }));
     let det = crate::perf::detect(root.root());
@@ -259,8 +301,9 @@ pub fn run(
                 log_plan(cfg, machine, 0, &first, &r, &act);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
-                eprintln!(
-                    "ptb: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
+                say!(
+                    "{}: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
+                    cfg.label,
                     r.threads_moved,
                     r.pages_moved,
                     if r.huge_pages_moved > 0 {
@@ -281,14 +324,15 @@ pub fn run(
     let mut last_cycle = Instant::now();
     let mut signal = None;
     let mut was_paused = false;
+    let stopped = || cfg.stop.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
     loop {
         // Sleep until the end of the cycle, watching for signals and target exit.
         let deadline = last_cycle + cycle;
-        let mut alive = pids_alive(root, &mut targets, &mut child_status);
-        while Instant::now() < deadline && signal.is_none() && !alive.is_empty() {
+        let mut alive = pids_alive(&ids, &mut targets, &mut child_status, true);
+        while Instant::now() < deadline && signal.is_none() && !alive.is_empty() && !stopped() {
             std::thread::sleep(Duration::from_millis(20).min(deadline.saturating_duration_since(Instant::now())));
             signal = safety::stop_requested();
-            alive = pids_alive(root, &mut targets, &mut child_status);
+            alive = pids_alive(&ids, &mut targets, &mut child_status, false);
             if let Some(src) = &mut source {
                 // Keep rings from overflowing during long cycles.
                 let st = src.drain(&mut samples).unwrap_or_default();
@@ -297,7 +341,12 @@ pub fn run(
                 s.samples_lost += st.lost;
             }
         }
-        if signal.is_some() || alive.is_empty() || cfg.max_time.is_some_and(|m| t0.elapsed() >= m) {
+        if signal.is_some() || alive.is_empty() || stopped() || cfg.max_time.is_some_and(|m| t0.elapsed() >= m) {
+            break;
+        }
+        // The pids were checked by pidfd only while sleeping: owner and start time again.
+        let alive = pids_alive(&ids, &mut targets, &mut child_status, true);
+        if alive.is_empty() {
             break;
         }
         let now = Instant::now();
@@ -305,8 +354,10 @@ pub fn run(
         last_cycle = now;
         n += 1;
         let threads = observe::threads(root, machine, &alive);
+        ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
         if let Some(src) = &mut source {
-            let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).collect();
+            // Only threads still known to be the targets' own get a sample event.
+            let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).filter(|(_, tid)| ids.tid_ok(*tid)).collect();
             src.track(&tids);
             let st = src.drain(&mut samples).unwrap_or_default();
             let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
@@ -314,17 +365,12 @@ pub fn run(
             s.samples_lost += st.lost;
         }
         let cycle_samples = std::mem::take(&mut samples);
-        let paused = {
-            let states: Vec<Option<bool>> = alive.iter().map(|p| roi::read(*p, my_uid)).collect();
-            if cfg.roi_wait {
-                !states.contains(&Some(true))
-            } else {
-                states.contains(&Some(false))
-            }
-        };
+        // `ptb roi end` of any target (or `--roi` before `ptb roi begin`) pauses the cycle.
+        let paused = cfg.control.as_ref().is_some_and(|c| alive.iter().any(|p| c.paused(*p)))
+            || (cfg.control.is_none() && cfg.roi_wait);
         if paused != was_paused && cfg.summary_lines {
             // Said once the cycle in flight is over: nothing moves after this line.
-            eprintln!("ptb: placement {}", if paused { "paused (region of interest off)" } else { "resumed" });
+            say!("{}: placement {}", cfg.label, if paused { "paused (region of interest off)" } else { "resumed" });
         }
         was_paused = paused;
         if paused {
@@ -398,7 +444,8 @@ pub fn run(
         }
         let fails: Vec<String> = report.pages_failed.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let line = format!(
-            "ptb: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={}{} failed={}{} decide={decide_ms:.2}ms{}",
+            "{}: cycle {n} t={:.1}s samples={} lost={} threads={} moved: threads={} pages={}{} failed={}{} decide={decide_ms:.2}ms{}",
+            cfg.label,
             t0.elapsed().as_secs_f64(),
             cycle_samples.len(),
             s.samples_lost,
@@ -412,35 +459,45 @@ pub fn run(
         );
         tracing::info!(cycle = n, samples = cycle_samples.len(), pages_moved = report.pages_moved, "cycle");
         if cfg.summary_lines {
-            eprintln!("{line}");
+            say!("{line}");
         }
     }
 
     // Stop: forward a signal to a launched child, then put things back.
+    let label = &cfg.label;
     if let Some(sig) = signal {
-        eprintln!("ptb: stopping on signal {sig}");
+        say!("{label}: stopping on signal {sig}");
         for t in targets.iter_mut() {
-            if let Some(c) = &mut t.child {
-                if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(t.pid as i32), s);
-                }
-                child_status = c.wait().ok();
+            if t.child.is_some() && child_status.is_none() {
+                // Our own child, not reaped yet (its pid cannot name another process): it gets
+                // this signal and every later one until it exits.
+                let code = safety::supervise(t.pid);
+                let raw = if code > 128 { code - 128 } else { code << 8 };
+                child_status = Some(std::os::unix::process::ExitStatusExt::from_raw(raw));
             }
         }
-    } else if targets.iter().any(|t| observe::alive(root, t.pid)) {
-        eprintln!("ptb: time is up; leaving the targets running");
+    } else if stopped() {
+        say!("{label}: detaching; the processes keep running");
+    } else if !ids.alive().is_empty() {
+        say!("{label}: time is up; leaving the targets running");
     } else {
-        eprintln!("ptb: every target has exited");
+        say!("{label}: every target has exited");
     }
+    let left = ids.alive().len() as u64;
     let restored = match &mut act {
         Act::Real(a) => a.restore_affinities(),
         Act::DryRun(_) => 0,
     };
     if restored > 0 {
-        eprintln!("ptb: restored the original CPU affinity of {restored} threads");
+        say!("{label}: restored the original CPU affinity of {restored} threads");
     }
-    for t in &targets {
-        roi::clear(t.pid);
+    if let Some(c) = &cfg.control {
+        for t in &targets {
+            c.unregister(t.pid);
+        }
+    }
+    if let Ok(mut s) = cfg.stats.lock() {
+        s.targets_alive = left;
     }
     let stats = cfg.stats.lock().map(|s| s.clone()).unwrap_or_default();
     Ok(Outcome { stats, child_status, signal, restored })

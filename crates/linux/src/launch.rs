@@ -35,6 +35,34 @@ impl Drop for WeightsGuard {
     }
 }
 
+/// Why a program did not start.
+#[derive(Debug)]
+pub struct SpawnError {
+    pub program: String,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot start `{}`: {}", self.program, self.error)
+    }
+}
+
+impl std::error::Error for SpawnError {}
+
+impl SpawnError {
+    /// The exit status shells use: 127 when the program was not found, 126 when it could not
+    /// be executed (permissions, not an executable), 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self.error.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            std::io::ErrorKind::PermissionDenied => 126,
+            _ if self.error.raw_os_error() == Some(libc::ENOEXEC) => 126,
+            _ => 1,
+        }
+    }
+}
+
 /// Start `argv` with the allocation policy applied. Returns the child, a note on what was
 /// applied, and the guard of any kernel weights changed.
 pub fn spawn(
@@ -42,8 +70,14 @@ pub fn spawn(
     m: &Machine,
     argv: &[String],
     alloc: &AllocPolicy,
-) -> Result<(Child, String, Option<WeightsGuard>), String> {
-    let (prog, args) = argv.split_first().ok_or("no command given: ptb run [OPTIONS] -- CMD ARGS...")?;
+) -> Result<(Child, String, Option<WeightsGuard>), SpawnError> {
+    let (prog, args) = argv.split_first().ok_or_else(|| SpawnError {
+        program: String::new(),
+        error: std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no command given: ptb run [OPTIONS] -- CMD ARGS...",
+        ),
+    })?;
     let kid = |n: &ptb_topology::NodeIdx| m.node(*n).id.0;
     let mut guard = None;
     let (mode, nodes, note) = match alloc {
@@ -90,6 +124,6 @@ pub fn spawn(
             cmd.pre_exec(move || sys::set_mempolicy_noalloc(mode, &nodes));
         }
     }
-    let child = cmd.spawn().map_err(|e| format!("cannot start `{prog}`: {e}"))?;
+    let child = cmd.spawn().map_err(|error| SpawnError { program: prog.clone(), error })?;
     Ok((child, note, guard))
 }

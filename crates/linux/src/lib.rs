@@ -9,12 +9,26 @@
 //!                 actuator: real (move_pages, sched_setaffinity) | dry-run | recording
 //! ```
 //!
-//! Safety rules live in [`safety`]: who may be managed, and what is put back on exit.
+//! Safety rules live in [`safety`]: who may be managed, and what is put back on exit; a
+//! managed process is tracked by identity ([`identity`]), not by its pid alone; `ptb roi` and
+//! `ptb status` reach a daemon over its [`control`] socket.
+
+/// `eprintln!` that ignores a closed stderr: a daemon managing processes must not panic (and
+/// leave threads pinned) because the terminal or pipe that showed its log went away.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 pub mod actuator;
 pub mod backing;
+pub mod control;
 pub mod daemon;
 pub mod holder;
+pub mod identity;
 pub mod launch;
 pub mod live;
 pub mod metrics;
@@ -24,8 +38,9 @@ pub mod pagemove;
 pub mod perf;
 pub mod procfs;
 pub mod record;
-pub mod roi;
+pub mod rules;
 pub mod safety;
+pub mod service;
 pub mod sys;
 pub mod thp;
 pub mod trace;

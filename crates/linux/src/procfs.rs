@@ -90,6 +90,10 @@ pub struct Status {
     pub kthread: Option<bool>,
     /// CapEff bits.
     pub cap_eff: u64,
+    /// Threads in the process (`Threads:`).
+    pub threads: u32,
+    /// Resident memory in KiB (`VmRSS:`; absent for kernel threads and zombies: 0).
+    pub vm_rss_kb: u64,
 }
 
 /// What ptb reads from /proc/PID/task/TID/stat.
@@ -101,6 +105,9 @@ pub struct TaskStat {
     pub flags: u64,
     /// CPU it last ran on.
     pub processor: u32,
+    /// When the task started, in clock ticks after boot (field 22): with the pid, it names
+    /// one task for the life of the machine (a reused pid has a later start time).
+    pub starttime: u64,
 }
 
 /// PF_KTHREAD from include/linux/sched.h.
@@ -205,6 +212,10 @@ pub fn parse_status(text: &str) -> Result<Status, ParseError> {
             "Mems_allowed_list" => s.mems_allowed = v.to_string(),
             "Kthread" => s.kthread = Some(v == "1"),
             "CapEff" => s.cap_eff = hex(v).ok_or_else(|| err("bad CapEff"))?,
+            "Threads" => s.threads = v.parse().map_err(|_| err("bad Threads"))?,
+            "VmRSS" => {
+                s.vm_rss_kb = v.trim_end_matches("kB").trim().parse().map_err(|_| err("bad VmRSS"))?;
+            }
             _ => {}
         }
     }
@@ -230,7 +241,39 @@ pub fn parse_stat(text: &str) -> Result<TaskStat, ParseError> {
         ppid: num(1, "ppid")? as u32,
         flags: num(6, "flags")?,
         processor: num(36, "processor")? as u32,
+        starttime: num(19, "starttime")?,
     })
+}
+
+/// The cgroup v2 path of a process from /proc/PID/cgroup (the `0::/path` line), or else the
+/// path of the first v1 hierarchy line (`N:controllers:/path`).
+pub fn parse_cgroup(text: &str) -> Result<String, ParseError> {
+    let mut first = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut it = line.splitn(3, ':');
+        let (Some(id), Some(ctrl), Some(path)) = (it.next(), it.next(), it.next()) else {
+            return Err(ParseError { line: i + 1, reason: format!("expected ID:CONTROLLERS:PATH: `{line}`") });
+        };
+        if id.parse::<u32>().is_err() {
+            return Err(ParseError { line: i + 1, reason: format!("bad hierarchy id: `{line}`") });
+        }
+        if id == "0" && ctrl.is_empty() {
+            return Ok(path.to_string());
+        }
+        first.get_or_insert_with(|| path.to_string());
+    }
+    first.ok_or(ParseError { line: 0, reason: "no cgroup line".into() })
+}
+
+/// The program name of a process from /proc/PID/cmdline: the file name of its first argument
+/// (empty for kernel threads and zombies).
+pub fn parse_cmdline_name(raw: &[u8]) -> String {
+    let argv0 = raw.split(|b| *b == 0).next().unwrap_or_default();
+    let name = argv0.rsplit(|b| *b == b'/').next().unwrap_or_default();
+    String::from_utf8_lossy(name).into_owned()
 }
 
 /// Free bytes from a node's sysfs meminfo (`Node 0 MemFree:  123 kB`).
@@ -247,6 +290,10 @@ pub fn parse_node_memfree(text: &str) -> Result<u64, ParseError> {
     }
     Err(ParseError { line: 0, reason: "no `MemFree:` line".into() })
 }
+
+/// Most bytes read from one /proc or /sys file (maps of a process at the kernel's default
+/// 65,530 mappings is about 7 MB).
+pub const READ_CAP: u64 = 64 << 20;
 
 /// The /proc and /sys of one machine.
 #[derive(Clone, Debug)]
@@ -265,10 +312,18 @@ impl ProcRoot {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel.trim_start_matches('/'))
     }
+    /// Read a whole file, at most [`READ_CAP`] bytes (a root reading /proc of a hostile
+    /// process, or a fixture tree, never reads without bound).
     fn read(&self, rel: &str) -> Result<(PathBuf, String), ProcError> {
         let path = self.path(rel);
-        match std::fs::read_to_string(&path) {
-            Ok(t) => Ok((path, t)),
+        let mut raw = Vec::new();
+        let r = std::fs::File::open(&path)
+            .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, READ_CAP + 1), &mut raw));
+        match r {
+            Ok(_) if raw.len() as u64 > READ_CAP => {
+                Err(ProcError::Parse { path, line: 0, reason: format!("longer than {READ_CAP} bytes") })
+            }
+            Ok(_) => Ok((path, String::from_utf8_lossy(&raw).into_owned())),
             Err(source) => Err(ProcError::Io { path, source }),
         }
     }
@@ -300,6 +355,31 @@ impl ProcRoot {
     /// Free bytes of a node (kernel id), from /sys/devices/system/node/nodeN/meminfo.
     pub fn node_free_bytes(&self, node: u32) -> Result<u64, ProcError> {
         self.parsed(&format!("sys/devices/system/node/node{node}/meminfo"), parse_node_memfree)
+    }
+    /// The cgroup path of a process (see [`parse_cgroup`]).
+    pub fn cgroup(&self, pid: u32) -> Result<String, ProcError> {
+        self.parsed(&format!("proc/{pid}/cgroup"), parse_cgroup)
+    }
+    /// The command name of a process (`/proc/PID/comm`, at most 15 bytes).
+    pub fn comm(&self, pid: u32) -> Result<String, ProcError> {
+        self.read_line(&format!("proc/{pid}/comm"))
+    }
+    /// The program name from /proc/PID/cmdline (see [`parse_cmdline_name`]).
+    pub fn cmdline_name(&self, pid: u32) -> Result<String, ProcError> {
+        let path = self.path(&format!("proc/{pid}/cmdline"));
+        let f = std::fs::File::open(&path).map_err(|source| ProcError::Io { path: path.clone(), source })?;
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, 64 << 10), &mut raw)
+            .map_err(|source| ProcError::Io { path, source })?;
+        Ok(parse_cmdline_name(&raw))
+    }
+    /// Process ids under /proc, ascending.
+    pub fn pids(&self) -> Result<Vec<u32>, ProcError> {
+        let path = self.path("proc");
+        let rd = std::fs::read_dir(&path).map_err(|source| ProcError::Io { path: path.clone(), source })?;
+        let mut v: Vec<u32> = rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        v.sort_unstable();
+        Ok(v)
     }
     /// A one-line text file such as /proc/sys/kernel/numa_balancing, trimmed.
     pub fn read_line(&self, rel: &str) -> Result<String, ProcError> {
@@ -367,8 +447,26 @@ mod tests {
         let st = parse_stat(STAT).unwrap();
         assert_eq!(st.state, 'R');
         assert_eq!(st.processor, 1);
+        assert_eq!(st.starttime, 4461);
         assert_eq!(st.flags & PF_KTHREAD, 0);
         assert_eq!(parse_node_memfree(MEMINFO).unwrap(), 1_538_252 * 1024);
+    }
+
+    #[test]
+    fn cgroup_comm_and_cmdline() {
+        assert_eq!(parse_cgroup("0::/user.slice/a.scope\n").unwrap(), "/user.slice/a.scope");
+        assert_eq!(parse_cgroup("12:cpu,cpuacct:/db\n1:name=systemd:/x\n").unwrap(), "/db");
+        assert!(parse_cgroup("junk\n").is_err());
+        assert_eq!(parse_cmdline_name(b"/usr/bin/postgres\0-D\0/data\0"), "postgres");
+        assert_eq!(parse_cmdline_name(b""), "");
+        let s = parse_status(STATUS).unwrap();
+        assert!(s.threads >= 1 && s.vm_rss_kb > 0, "{s:?}");
+        let r = ProcRoot::live();
+        let me = std::process::id();
+        assert!(r.pids().unwrap().contains(&me));
+        assert!(!r.comm(me).unwrap().is_empty());
+        assert!(!r.cmdline_name(me).unwrap().is_empty());
+        assert!(r.cgroup(me).unwrap().starts_with('/'));
     }
 
     #[test]
@@ -416,6 +514,39 @@ mod tests {
             let _ = parse_status(&s);
             let _ = parse_stat(&s);
             let _ = parse_node_memfree(&s);
+            let _ = parse_cgroup(&s);
+            let _ = parse_cmdline_name(s.as_bytes());
+        }
+
+        /// Fuzz target of the /proc parsers: captured files with bytes cut, doubled or
+        /// replaced parse or fail with a line number, never panic.
+        #[test]
+        fn mutated_captures_never_panic(
+            which in 0usize..6,
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[0-9a-zA-Z :()\t\n=-]{0,6}"), 1..6),
+        ) {
+            let cg = "0::/system.slice/postgresql.service\n";
+            let mut t = [MAPS, NUMA_MAPS, STATUS, STAT, MEMINFO, cg][which].to_string();
+            for (at, op, junk) in edits {
+                let mut i = at.index(t.len() + 1);
+                while !t.is_char_boundary(i) { i -= 1; }
+                match op {
+                    0 => t.insert_str(i, &junk),
+                    1 => { let j = (i + junk.len()).min(t.len()); if t.is_char_boundary(j) { t.replace_range(i..j, ""); } }
+                    _ => { let j = (i + junk.len()).min(t.len()); if t.is_char_boundary(j) { t.replace_range(i..j, &junk); } }
+                }
+            }
+            let r = match which {
+                0 => parse_maps(&t).map(|_| ()),
+                1 => parse_numa_maps(&t).map(|_| ()),
+                2 => parse_status(&t).map(|_| ()),
+                3 => parse_stat(&t).map(|_| ()),
+                4 => parse_node_memfree(&t).map(|_| ()),
+                _ => parse_cgroup(&t).map(|_| ()),
+            };
+            if let Err(e) = r {
+                prop_assert!(e.line <= t.lines().count() + 1, "{e:?}");
+            }
         }
 
         #[test]

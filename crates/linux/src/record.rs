@@ -33,11 +33,14 @@ pub struct RecordSummary {
 
 /// Record process `pid` for `cfg.seconds` (or until it exits / SIGINT / SIGTERM) into `out`.
 pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordConfig) -> Result<RecordSummary, String> {
+    // Known by identity: if the process exits and its pid comes round to another process,
+    // the recording stops instead of following the newcomer.
+    let id = crate::identity::ProcId::capture(root, pid)?;
     let det = crate::perf::detect(root.root());
     let kind = det.pick(&cfg.source)?;
     let period = cfg.period.unwrap_or(if kind == crate::perf::SourceKind::PageFaults { 1 } else { 4096 });
     let mut src = PerfSource::new(kind, period);
-    let f = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let f = ptb_topology::input::create(out, "trace", false).map_err(|e| e.to_string())?;
     let mut w = TraceWriter::new(BufWriter::new(f));
     let io = |e: std::io::Error| format!("{}: {e}", out.display());
     w.write(&TraceRecord::Header {
@@ -58,7 +61,7 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
         tids_seen.extend(threads.iter().map(|t| t.tid));
         src.track(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
         let deadline = Instant::now() + cfg.cycle;
-        while Instant::now() < deadline && safety::stop_requested().is_none() && observe::alive(root, pid) {
+        while Instant::now() < deadline && safety::stop_requested().is_none() && id.current(root) {
             std::thread::sleep(Duration::from_millis(20));
         }
         let st = src.drain(&mut buf).map_err(|e| e.to_string())?;
@@ -100,7 +103,7 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
         })
         .map_err(io)?;
         sum.placements += 1;
-        if !observe::alive(root, pid) {
+        if !id.current(root) {
             sum.target_exited = true;
             break;
         }

@@ -142,10 +142,13 @@ impl Drop for BalancingGuard {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The last signal not yet passed on by [`take_signal`].
+static PENDING: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
     STOP_SIGNAL.store(sig, Ordering::SeqCst);
+    PENDING.store(sig, Ordering::SeqCst);
 }
 
 /// Install SIGINT/SIGTERM handlers that ask the daemon loop to stop (and clean up).
@@ -162,6 +165,38 @@ pub fn install_stop_handler() -> std::io::Result<()> {
 /// The signal that asked to stop, if any.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst).then(|| STOP_SIGNAL.load(Ordering::SeqCst))
+}
+
+/// A signal that arrived since the last call (each SIGINT/SIGTERM once), to pass on to a child.
+pub fn take_signal() -> Option<i32> {
+    match PENDING.swap(0, Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Wait for child `pid` of this process, passing every SIGINT/SIGTERM ptb receives on to it;
+/// returns its wait status as an exit code (its code, or 128 + the signal that ended it).
+/// Used whenever ptb does not (or no longer) manage a program it started: unmanaged runs,
+/// after `--seconds`, and after an error or a panic, so a child is never left behind.
+pub fn supervise(pid: u32) -> i32 {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let p = nix::unistd::Pid::from_raw(pid as i32);
+    loop {
+        if let Some(sig) = take_signal() {
+            if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
+                // Our own unreaped child: the pid still names it.
+                let _ = nix::sys::signal::kill(p, s);
+            }
+        }
+        match waitpid(p, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return 1, // not our child any more (reaped elsewhere): nothing to wait for
+        }
+    }
 }
 
 #[cfg(test)]

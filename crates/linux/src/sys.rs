@@ -27,17 +27,25 @@ pub const MPOL_MF_MOVE_ALL: u32 = 1 << 2;
 /// Highest node id the node masks below can name.
 pub const MAX_NODES: usize = 1024;
 
-/// A node mask as the kernel wants it: a bitmap of `unsigned long` words.
-fn node_mask(nodes: &[u32]) -> Vec<libc::c_ulong> {
-    let bits = libc::c_ulong::BITS as usize;
-    let mut mask = vec![0 as libc::c_ulong; MAX_NODES / bits];
+/// Bits in the kernel's node-mask word (`unsigned long`: 64 or 32 bits).
+const WORD_BITS: usize = libc::c_ulong::BITS as usize;
+
+/// Set the bits of `nodes` (< [`MAX_NODES`]; others are ignored) in `mask`, a bitmap of
+/// `unsigned long` words of the platform's width. Allocates nothing.
+fn fill_mask(nodes: &[u32], mask: &mut [libc::c_ulong; MAX_NODES / WORD_BITS]) {
     for &n in nodes {
         let n = n as usize;
         if n < MAX_NODES {
-            mask[n / bits] |= 1 << (n % bits);
+            mask[n / WORD_BITS] |= 1 << (n % WORD_BITS);
         }
     }
-    mask
+}
+
+/// A node mask as the kernel wants it: a bitmap of `unsigned long` words.
+fn node_mask(nodes: &[u32]) -> Vec<libc::c_ulong> {
+    let mut mask = [0 as libc::c_ulong; MAX_NODES / WORD_BITS];
+    fill_mask(nodes, &mut mask);
+    mask.to_vec()
 }
 
 /// move_pages(2) on `pid` (0 = this process). `nodes == None` queries where each page is;
@@ -101,15 +109,11 @@ pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> io::Result<()> {
 }
 
 /// set_mempolicy(2) without heap allocation (safe between fork and exec): nodes must be
-/// < 1024.
+/// < 1024. The mask is built in `unsigned long` words of the platform's width (it assumed
+/// 64-bit words).
 pub fn set_mempolicy_noalloc(mode: i32, nodes: &[u32]) -> io::Result<()> {
-    let mut mask = [0 as libc::c_ulong; MAX_NODES / 64];
-    for &n in nodes {
-        let n = n as usize;
-        if n < MAX_NODES {
-            mask[n / 64] |= 1 << (n % 64);
-        }
-    }
+    let mut mask = [0 as libc::c_ulong; MAX_NODES / WORD_BITS];
+    fill_mask(nodes, &mut mask);
     // SAFETY: the mask outlives the call; the kernel only reads it.
     let r =
         unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as libc::c_long, mask.as_ptr(), MAX_NODES as u64 + 1) };
@@ -329,8 +333,10 @@ mod tests {
 
     #[test]
     fn node_mask_sets_bits() {
-        let m = node_mask(&[0, 3, 65]);
-        assert_eq!(m[0], 0b1001);
-        assert_eq!(m[1], 0b10);
+        let m = node_mask(&[0, 3, 65, 5000]);
+        let bit = |n: usize| m[n / WORD_BITS] >> (n % WORD_BITS) & 1;
+        assert_eq!((bit(0), bit(1), bit(3), bit(65), bit(64)), (1, 0, 1, 1, 0));
+        assert_eq!(m.iter().map(|w| w.count_ones()).sum::<u32>(), 3, "node 5000 is beyond the mask");
+        assert_eq!(m.len() * WORD_BITS, MAX_NODES);
     }
 }

@@ -9,6 +9,7 @@
 //! ```
 
 use ptb_profile::{AppId, Sample, SampleSource, SourceStats, Tid};
+use ptb_topology::input::{self, cap};
 use ptb_topology::Machine;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -97,46 +98,130 @@ pub struct Trace {
     pub lost: u64,
 }
 
-/// Read a trace; errors name the file and line.
+/// Read a trace (a regular file of at most [`cap::TRACE`]); errors name the file and line.
 pub fn read_trace(path: &Path) -> Result<Trace, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = input::open(path, "trace", cap::TRACE).map_err(|e| e.to_string())?;
     parse_trace(std::io::BufReader::new(f), &path.display().to_string())
 }
 
-/// Parse a trace from text (`origin` names it in errors).
+/// Parse a trace from text (`origin` names it in errors). Lines are at most [`cap::LINE`]
+/// bytes; the header's machine goes through the same validation as a machine file, and its
+/// page size must be the machine's.
 pub fn parse_trace(r: impl BufRead, origin: &str) -> Result<Trace, String> {
     let mut trace: Option<Trace> = None;
-    for (i, line) in r.lines().enumerate() {
-        let line = line.map_err(|e| format!("{origin}: line {}: {e}", i + 1))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let rec: TraceRecord =
-            serde_json::from_str(&line).map_err(|e| format!("{origin}: line {}: not a trace record: {e}", i + 1))?;
-        match (rec, trace.as_mut()) {
-            (TraceRecord::Header { version, pids, page_size, source, period, machine }, None) => {
-                if version != TRACE_VERSION {
-                    return Err(format!("{origin}: trace version {version}, this ptb reads version {TRACE_VERSION}"));
-                }
-                trace = Some(Trace {
-                    pids,
-                    page_size,
-                    source,
-                    period,
-                    machine: *machine,
-                    samples: vec![],
-                    placements: vec![],
-                    lost: 0,
-                });
+    input::for_each_line(
+        r,
+        cap::LINE,
+        |n, line| {
+            if line.trim().is_empty() {
+                return Ok(());
             }
-            (TraceRecord::Header { .. }, Some(_)) => return Err(format!("{origin}: line {}: second header", i + 1)),
-            (_, None) => return Err(format!("{origin}: line {}: the first record must be the header", i + 1)),
-            (TraceRecord::Sample(s), Some(t)) => t.samples.push(s),
-            (p @ TraceRecord::Placement { .. }, Some(t)) => t.placements.push(p),
-            (TraceRecord::End { lost, .. }, Some(t)) => t.lost = lost,
-        }
-    }
+            let rec: TraceRecord = serde_json::from_str(line).map_err(|e| explain(line, &e, origin, n))?;
+            match (rec, trace.as_mut()) {
+                (TraceRecord::Header { version, pids, page_size, source, period, machine }, None) => {
+                    if version != TRACE_VERSION {
+                        return Err(format!(
+                            "{origin}: trace version {version}, this ptb reads version {TRACE_VERSION}"
+                        ));
+                    }
+                    let at = format!("{origin}: line {n}: header");
+                    ptb_topology::validate::validate(&machine, &format!("{at}: machine")).map_err(|e| e.to_string())?;
+                    if page_size != machine.page_size {
+                        return Err(format!(
+                            "{at}: field `page_size`: {page_size} differs from the machine's page_size {}",
+                            machine.page_size
+                        ));
+                    }
+                    if pids.is_empty() {
+                        return Err(format!("{at}: field `pids`: no process recorded"));
+                    }
+                    trace = Some(Trace {
+                        pids,
+                        page_size,
+                        source,
+                        period,
+                        machine: *machine,
+                        samples: vec![],
+                        placements: vec![],
+                        lost: 0,
+                    });
+                }
+                (TraceRecord::Header { .. }, Some(_)) => return Err(format!("{origin}: line {n}: second header")),
+                (_, None) => return Err(format!("{origin}: line {n}: the first record must be the header")),
+                (TraceRecord::Sample(s), Some(t)) => t.samples.push(s),
+                (p @ TraceRecord::Placement { .. }, Some(t)) => t.placements.push(p),
+                (TraceRecord::End { lost, .. }, Some(t)) => t.lost = lost,
+            }
+            Ok(())
+        },
+        |n, e| format!("{origin}: line {n}: {e}"),
+    )?;
     trace.ok_or_else(|| format!("{origin}: empty trace (no header)"))
+}
+
+/// Why a line is not a trace record, naming the record type and the field: the tagged enum's
+/// own error says neither (`invalid value: integer -1, expected u32`), so the line is read
+/// again as its record type with the field path tracked.
+fn explain(line: &str, e: &serde_json::Error, origin: &str, n: usize) -> String {
+    let at = format!("{origin}: line {n}");
+    let v: serde_json::Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(_) => return format!("{at}: not JSON: {e}"),
+    };
+    let Some(kind) = v.get("type").and_then(|t| t.as_str()).map(str::to_string) else {
+        return format!("{at}: not a trace record: no `type` field (header, sample, placement or end)");
+    };
+    fn path<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Option<String> {
+        serde_path_to_error::deserialize::<_, T>(v).err().map(|e| {
+            let p = e.path().to_string();
+            let msg = e.into_inner().to_string();
+            if p == "." {
+                msg
+            } else {
+                format!("field `{p}`: {msg}")
+            }
+        })
+    }
+    let detail = match kind.as_str() {
+        "header" => path::<shape::Header>(v),
+        "sample" => path::<Sample>(v),
+        "placement" => path::<shape::Placement>(v),
+        "end" => path::<shape::End>(v),
+        other => Some(format!("unknown record type `{other}` (header, sample, placement or end)")),
+    };
+    format!("{at}: {kind} record: {}", detail.unwrap_or_else(|| e.to_string()))
+}
+
+/// The fields of each record type, for [`explain`] only (reading goes through [`TraceRecord`];
+/// a test checks both accept the same records).
+mod shape {
+    use super::*;
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    pub struct Header {
+        version: u32,
+        pids: Vec<AppId>,
+        page_size: u64,
+        source: String,
+        period: u64,
+        machine: Box<Machine>,
+    }
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    pub struct Placement {
+        time_ns: u64,
+        threads: Vec<TraceThread>,
+        pages: Vec<(AppId, u64, u16)>,
+        regions: Vec<TraceRegion>,
+        free_bytes: Vec<u64>,
+    }
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    pub struct End {
+        time_ns: u64,
+        samples: u64,
+        lost: u64,
+    }
 }
 
 /// Replays a trace's samples: each `drain` delivers the samples up to the current cursor.
@@ -250,6 +335,75 @@ mod tests {
         let e = parse_trace(&b"garbage\n"[..], "t.jsonl").unwrap_err();
         assert!(e.contains("line 1"), "{e}");
         assert!(parse_trace(&b""[..], "t").unwrap_err().contains("empty"));
+    }
+
+    /// Header machines that are not consistent used to reach `ptb plan`/`ptb report` and
+    /// panic there (index out of bounds, division by zero): they are refused like a machine file.
+    #[test]
+    fn an_inconsistent_header_machine_is_refused_with_its_field() {
+        let good: Vec<String> =
+            String::from_utf8(write_trace(&[sample(1, 0x1000)])).unwrap().lines().map(String::from).collect();
+        let header: serde_json::Value = serde_json::from_str(&good[0]).unwrap();
+        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("groups[0].node", Box::new(|h| h["machine"]["groups"][0]["node"] = 7.into())),
+            ("distances.rows", Box::new(|h| h["machine"]["distances"]["rows"].as_array_mut().unwrap().truncate(1))),
+            ("nodes[1].idx", Box::new(|h| h["machine"]["nodes"][1]["idx"] = 4095.into())),
+            ("controller_gbps", Box::new(|h| h["machine"]["controller_gbps"] = serde_json::json!([1.0]))),
+            ("page_size", Box::new(|h| h["machine"]["page_size"] = 0.into())),
+            ("page_size", Box::new(|h| h["page_size"] = 0.into())),
+            ("pids", Box::new(|h| h["pids"] = serde_json::json!([]))),
+        ];
+        for (field, edit) in cases {
+            let mut h = header.clone();
+            edit(&mut h);
+            let text = format!("{}\n{}\n", h, good[1..].join("\n"));
+            let e = parse_trace(text.as_bytes(), "t.jsonl").unwrap_err();
+            assert!(e.contains("t.jsonl: line 1") && e.contains(field), "{field}: {e}");
+        }
+    }
+
+    /// `not a trace record: invalid value: integer -1, expected u32` said neither the record
+    /// nor the field.
+    #[test]
+    fn a_bad_value_names_record_field_and_line() {
+        let mut lines: Vec<String> =
+            String::from_utf8(write_trace(&[sample(1, 0x1000)])).unwrap().lines().map(String::from).collect();
+        lines[1] = lines[1].replace("\"tid\":8", "\"tid\":-1");
+        let e = parse_trace(lines.join("\n").as_bytes(), "t.jsonl").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("sample record") && e.contains("field `tid`"), "{e}");
+        lines[1] = r#"{"type":"placement","time_ns":1,"threads":[{"app":7,"tid":8,"cpu":"x","node":0}],"pages":[],"regions":[],"free_bytes":[]}"#.into();
+        let e = parse_trace(lines.join("\n").as_bytes(), "t.jsonl").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("field `threads[0].cpu`"), "{e}");
+        lines[1] = r#"{"type":"sampel"}"#.into();
+        let e = parse_trace(lines.join("\n").as_bytes(), "t.jsonl").unwrap_err();
+        assert!(e.contains("unknown record type `sampel`"), "{e}");
+    }
+
+    /// The record shapes [`explain`] uses accept every record the writer produces.
+    #[test]
+    fn explain_shapes_match_the_records() {
+        for line in String::from_utf8(write_trace(&[sample(1, 0x1000)])).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let ok = match v["type"].as_str().unwrap() {
+                "header" => serde_json::from_value::<shape::Header>(v).is_ok(),
+                "sample" => serde_json::from_value::<Sample>(v).is_ok(),
+                "placement" => serde_json::from_value::<shape::Placement>(v).is_ok(),
+                "end" => serde_json::from_value::<shape::End>(v).is_ok(),
+                t => panic!("{t}"),
+            };
+            assert!(ok, "{line}");
+        }
+    }
+
+    #[test]
+    fn devices_fifos_and_endless_lines_are_refused() {
+        let e = read_trace(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("/dev/zero") && e.contains("device"), "{e}");
+        let mut long = write_trace(&[]);
+        long.extend(std::iter::repeat_n(b' ', (cap::LINE + 10) as usize));
+        let e = parse_trace(&long[..], "t.jsonl").unwrap_err();
+        assert!(e.contains("line 4") && e.contains("longer than"), "{e}");
     }
 
     proptest! {

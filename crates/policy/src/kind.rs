@@ -159,9 +159,32 @@ pub fn build(spec: PolicySpec, params: &Params) -> Result<Box<dyn Policy>, Polic
     Ok(Box::new(crate::huge::WholeHugePages::wrap(inner)))
 }
 
+/// Check the parameters of every policy named in `params` (not only the one that will run):
+/// a bad value or an unknown key is an error even for a policy not chosen this time.
+pub fn check_params(params: &Params) -> Result<(), PolicyError> {
+    for name in params.policies() {
+        let kind: PolicyKind = name.parse()?;
+        build(PolicySpec::plain(kind), params)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_of_every_named_policy_are_checked() {
+        let mut p = Params::new();
+        p.set_assignment("selective.epoch_ms=0").unwrap();
+        assert!(check_params(&p).unwrap_err().to_string().contains("epoch_ms"));
+        let mut p = Params::new();
+        p.set_assignment("asymsched.cycle_ms=0").unwrap();
+        assert!(check_params(&p).is_err());
+        let mut p = Params::new();
+        p.set_assignment("ptb.period=8").unwrap();
+        check_params(&p).unwrap();
+    }
 
     #[test]
     fn names_round_trip_and_every_kind_builds() {

@@ -31,7 +31,7 @@ pub mod selective;
 
 pub use actuator::{Actuator, ApplyReport, Capabilities};
 pub use huge::{spread_node, whole_huge_pages, HugeBacking};
-pub use kind::{build, PolicyKind, PolicySpec};
+pub use kind::{build, check_params, PolicyKind, PolicySpec};
 pub use params::{ParamDoc, Params, Section};
 pub use plan::{
     validate_plan, AllocPolicy, PageMove, Plan, PlanError, RangeAction, RangeOp, SamplingMode, SamplingRequest,

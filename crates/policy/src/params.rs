@@ -26,7 +26,7 @@ impl Params {
         Self::default()
     }
 
-    /// Add `policy.key=value` (from `--set`).
+    /// Add `policy.key=value` (from `--set`). An unknown policy name is refused.
     pub fn set_assignment(&mut self, text: &str) -> Result<(), PolicyError> {
         let bad = || PolicyError::Config(format!("--set `{text}`: expected POLICY.KEY=VALUE, e.g. ptb-classic.c2=1.5"));
         let (lhs, value) = text.split_once('=').ok_or_else(bad)?;
@@ -34,6 +34,7 @@ impl Params {
         if policy.is_empty() || key.is_empty() {
             return Err(bad());
         }
+        known_policy(policy.trim(), &format!("--set `{text}`"))?;
         self.insert(policy.trim(), key.trim(), value.trim(), "--set");
         Ok(())
     }
@@ -46,6 +47,7 @@ impl Params {
             let t = v.as_table().ok_or_else(|| {
                 PolicyError::Config(format!("{origin}: `{policy}` must be a table like [{policy}] of key = value"))
             })?;
+            known_policy(&policy, &format!("{origin}: table [{policy}]"))?;
             for (k, v) in t {
                 let text = match v {
                     toml::Value::String(s) => s.clone(),
@@ -73,6 +75,15 @@ impl Params {
     pub fn policies(&self) -> impl Iterator<Item = &str> {
         self.map.keys().map(String::as_str)
     }
+}
+
+/// Refuse a policy name no policy has (`ptbb`): its parameters would be ignored silently.
+fn known_policy(name: &str, at: &str) -> Result<(), PolicyError> {
+    if crate::PolicyKind::ALL.iter().any(|k| k.name() == name) {
+        return Ok(());
+    }
+    let names: Vec<&str> = crate::PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    Err(PolicyError::Config(format!("{at}: no policy is called `{name}` (policies: {})", names.join(", "))))
 }
 
 /// Typed reads of one policy's parameters.
@@ -112,6 +123,16 @@ impl Section<'_> {
         Ok(v)
     }
 
+    /// An integer within `[lo, hi]` (a value outside is refused, never clamped: `period=0`
+    /// or `epoch_ms=0` is a mistake to report, not to correct silently).
+    pub fn u64_in(&self, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, PolicyError> {
+        let v: u64 = self.get(key, default)?;
+        if v < lo || v > hi {
+            return Err(self.err(key, &self.origin(key), format!("{v} is outside {lo}..={hi}")));
+        }
+        Ok(v)
+    }
+
     /// Where the value of `key` came from (`--set`, a config file path), or `default` when the
     /// key was not given: for policies that check values themselves and report the origin.
     pub fn origin(&self, key: &str) -> String {
@@ -134,6 +155,39 @@ impl Section<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const CONFIG: &str = "[ptb]\npayback = 2.5\nperiod = 4096\n[ptb-classic]\nc2 = 1.5\nmin_acc = 8\n\
+                          [selective]\nepoch_ms = 100\n[weighted-interleave]\nweights = \"0:3,1:1\"\n";
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Fuzz target of `--config` files and `--set`: a valid config with bytes inserted, cut
+        /// or replaced, and random assignments, are taken or refused with their origin, never
+        /// a panic, also when every named policy is built from them.
+        #[test]
+        fn mutated_configs_never_panic(
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[a-z0-9=\\[\\]\"\n._:,-]{0,8}"), 1..5),
+            set in "[a-z_.-]{0,12}=[a-z0-9.:,-]{0,8}",
+        ) {
+            let mut t = CONFIG.to_string();
+            for (at, op, junk) in edits {
+                let i = at.index(t.len() + 1);
+                let j = (i + junk.len()).min(t.len());
+                match op {
+                    0 => t.insert_str(i, &junk),
+                    1 => t.replace_range(i..j, ""),
+                    _ => t.replace_range(i..j, &junk),
+                }
+            }
+            let mut p = Params::new();
+            if let Err(e) = p.add_toml(&t, "fuzz.toml") {
+                prop_assert!(e.to_string().contains("fuzz.toml"), "{}", e);
+            }
+            let _ = p.set_assignment(&set);
+            let _ = crate::check_params(&p);
+        }
+    }
 
     #[test]
     fn reads_set_and_toml_and_refuses_unknown_keys() {
@@ -152,6 +206,14 @@ mod tests {
         let e = s.finish().unwrap_err().to_string();
         assert!(e.contains("bogus") && e.contains("--set"), "{e}");
         assert!(p.set_assignment("nodot=1").is_err());
+        // Unknown policy names were accepted (and their parameters ignored).
+        let e = p.set_assignment("ptbb.x=1").unwrap_err().to_string();
+        assert!(e.contains("`ptbb`") && e.contains("ptb-classic"), "{e}");
+        let e = p.add_toml("[ptbb]\nx = 1\n", "f.toml").unwrap_err().to_string();
+        assert!(e.contains("f.toml") && e.contains("[ptbb]"), "{e}");
+        p.set_assignment("ptb.period=0").unwrap();
+        let e = p.section("ptb").u64_in("period", 8192, 1, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("period") && e.contains("outside"), "{e}");
         assert!(p.add_toml("x = 1", "f.toml").unwrap_err().to_string().contains("f.toml"));
     }
 }

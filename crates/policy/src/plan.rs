@@ -17,6 +17,10 @@ pub enum ThreadTarget {
     Node(NodeIdx),
     /// Exactly this CPU.
     Cpu(CpuId),
+    /// A CPU of the node now, the thread's affinity left as it was: the scheduler may move it
+    /// again later (what the kernel's NUMA balancer does with `migrate_task_to` and
+    /// `migrate_swap`).
+    NodeUnpinned(NodeIdx),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,7 +173,7 @@ pub fn validate_plan(plan: &Plan, snap: &Snapshot) -> Result<(), PlanError> {
             return Err(PlanError::UnknownThread(t.tid));
         }
         match t.to {
-            ThreadTarget::Node(n) => {
+            ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
                 node_ok(n)?;
                 if !m.node(n).has_cpus() {
                     return Err(PlanError::CpulessNode { tid: t.tid, node: n.0 });

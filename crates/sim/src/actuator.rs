@@ -53,14 +53,17 @@ impl Run<'_> {
                     s.insert(c);
                     (s, self.sim.cpu_pos(c))
                 }
-                ThreadTarget::Node(n) => {
+                ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
                     let cpus = self.sim.machine.node(n).cpus.clone();
                     let pos = self.least_loaded(t, &cpus);
                     (cpus, pos)
                 }
             };
             let Some(pos) = pos else { continue };
-            self.threads[t].affinity = Some(aff);
+            // An unpinned move leaves the thread to the scheduler model afterwards.
+            if !matches!(mv.to, ThreadTarget::NodeUnpinned(_)) {
+                self.threads[t].affinity = Some(aff);
+            }
             if self.place_thread(t, pos) {
                 rep.threads_moved += 1;
                 if self.now_ns > 0.0 {

@@ -120,8 +120,11 @@ impl Simulation {
         if workloads.is_empty() {
             return Err(SimError::Options("no workload given".into()));
         }
-        if !(opts.duration_scale.is_finite() && opts.duration_scale > 0.0) {
-            return Err(SimError::Options(format!("duration scale {} must be > 0", opts.duration_scale)));
+        if !(opts.duration_scale.is_finite() && opts.duration_scale > 0.0 && opts.duration_scale <= 1000.0) {
+            return Err(SimError::Options(format!(
+                "--duration-scale {} must be a finite number above 0 and at most 1000",
+                opts.duration_scale
+            )));
         }
         if !(opts.max_step_ms.is_finite() && opts.max_step_ms > 0.0) {
             return Err(SimError::Options(format!("max step {} ms must be > 0", opts.max_step_ms)));

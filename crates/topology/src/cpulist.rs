@@ -104,10 +104,10 @@ impl<K> IdSet<K> {
                     if a > b {
                         return Err(err(format!("range `{item}` runs backwards")));
                     }
-                    let mut i = a;
-                    while i <= b {
+                    // `step_by` ends at `b` without the overflow `i += stride` had near u32::MAX
+                    // (`2-3:4294967295` wrapped around to 0 and named node 0 and 1 too).
+                    for i in (a..=b).step_by(stride as usize) {
                         set.ids.insert(i);
-                        i += stride;
                     }
                 }
                 None => {
@@ -246,5 +246,21 @@ mod tests {
         fn never_panics(text in "[0-9,:\\- ]{0,24}") {
             let _ = NodeSet::parse_list(&text);
         }
+
+        /// Fuzz target of CPU lists and `--nodes`: every id a parsed range holds lies in it,
+        /// on its stride (`2-3:4294967295` wrapped and also named 0 and 1).
+        #[test]
+        fn strided_ranges_stay_in_range(a in 0u32..=MAX_LIST_ID, len in 0u32..5000, stride in 1u32..=u32::MAX) {
+            let b = a.saturating_add(len).min(MAX_LIST_ID);
+            let set = NodeSet::parse_list(&format!("{a}-{b}:{stride}")).unwrap();
+            prop_assert!(set.first_raw() == Some(a));
+            prop_assert!(set.iter_raw().all(|i| i >= a && i <= b && (i - a) % stride == 0));
+        }
+    }
+
+    #[test]
+    fn a_huge_stride_does_not_wrap() {
+        let s = NodeSet::parse_list("2-3:4294967295").unwrap();
+        assert_eq!(s.iter_raw().collect::<Vec<_>>(), vec![2]);
     }
 }

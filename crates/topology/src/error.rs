@@ -5,20 +5,13 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum TopologyError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot read {path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("cannot write {path}: {error}")]
+    Write { path: PathBuf, error: std::io::Error },
     /// A file of a sysfs/proc tree that exists but cannot be read.
-    #[error("cannot read {path}: {source}; {hint}")]
-    Unreadable {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-        hint: String,
-    },
+    #[error("cannot read {path}: {error}; {hint}")]
+    Unreadable { path: PathBuf, error: std::io::Error, hint: String },
     #[error("{path}: cannot parse {what}: {reason}")]
     Parse { path: PathBuf, what: String, reason: String },
     #[error("{origin}: field `{field}`: {reason}")]
@@ -27,6 +20,10 @@ pub enum TopologyError {
     List { text: String, reason: String },
     #[error("unknown machine `{name}`: not a preset (see `ptb machines`) and no such file")]
     UnknownMachine { name: String },
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error("{path} is a directory, not {what}: {hint}")]
+    Directory { path: PathBuf, what: String, hint: String },
     #[error("bad synthetic spec `{spec}`: {reason} (example: `nodes=4,cpus=8,dies=2`)")]
     Synthetic { spec: String, reason: String },
 }

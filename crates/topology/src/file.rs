@@ -23,7 +23,7 @@ const JSON_EXTRAS: [&str; 2] = ["schema", "summary"];
 
 /// Load and validate a machine file.
 pub fn load(path: &Path) -> Result<Machine, TopologyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Io { path: path.into(), source: e })?;
+    let text = crate::input::read_text(path, "machine file", crate::input::cap::MACHINE)?;
     let is_json = path.extension().is_some_and(|e| e == "json");
     parse(&text, is_json, path)
 }
@@ -33,6 +33,26 @@ pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, Topology
     let perr = |what: &str, reason: String| TopologyError::Parse { path: path.into(), what: what.into(), reason };
     let tomlerr = |e: toml::de::Error| perr("machine file (TOML)", e.to_string().trim_end().into());
     let jsonerr = |e: serde_json::Error| perr("machine file (JSON)", e.to_string());
+    // A value of the wrong type: name its field (`nodes[0].memory_bytes`) besides the position.
+    let toml_path = |e: serde_path_to_error::Error<toml::de::Error>| {
+        let at = e.path().to_string();
+        let msg = e.into_inner().to_string();
+        perr(
+            "machine file (TOML)",
+            if at == "." { msg.trim_end().into() } else { format!("field `{at}`: {}", msg.trim_end()) },
+        )
+    };
+    let json_path = |e: serde_path_to_error::Error<serde_json::Error>| {
+        let at = e.path().to_string();
+        let msg = e.into_inner().to_string();
+        perr("machine file (JSON)", if at == "." { msg } else { format!("field `{at}`: {msg}") })
+    };
+    let from_toml = |t: &str| -> Result<Machine, TopologyError> {
+        serde_path_to_error::deserialize(toml::Deserializer::parse(t).map_err(tomlerr)?).map_err(toml_path)
+    };
+    let from_json = |t: &str| -> Result<Machine, TopologyError> {
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(t)).map_err(json_path)
+    };
     // `source` may be left out: the machine then comes from this file.
     let source = crate::machine::ModelSource::File { path: path.display().to_string() };
     let (m, raw): (Machine, Value) = if is_json {
@@ -40,9 +60,9 @@ pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, Topology
         let m = match raw.as_object_mut() {
             Some(o) if !o.contains_key("source") => {
                 o.insert("source".into(), serde_json::to_value(&source).map_err(jsonerr)?);
-                serde_json::from_value(raw.clone()).map_err(jsonerr)?
+                from_json(&raw.to_string())?
             }
-            _ => serde_json::from_str(text).map_err(jsonerr)?,
+            _ => from_json(text)?,
         };
         (m, raw)
     } else {
@@ -52,9 +72,9 @@ pub fn parse(text: &str, is_json: bool, path: &Path) -> Result<Machine, Topology
                 o.insert("source".into(), serde_json::to_value(&source).map_err(jsonerr)?);
                 // Appended as a table, so the line numbers of errors stay those of the file.
                 let table = toml::to_string(&source).map_err(|e| perr("machine file (TOML)", e.to_string()))?;
-                toml::from_str(&format!("{text}\n[source]\n{table}")).map_err(tomlerr)?
+                from_toml(&format!("{text}\n[source]\n{table}"))?
             }
-            _ => toml::from_str(text).map_err(tomlerr)?,
+            _ => from_toml(text)?,
         };
         (m, raw)
     };
@@ -115,7 +135,7 @@ pub fn save(m: &Machine, path: &Path) -> Result<(), TopologyError> {
     } else {
         to_toml(m)?
     };
-    std::fs::write(path, text).map_err(|e| TopologyError::Io { path: path.into(), source: e })
+    crate::input::write_text(path, "machine file", &text).map_err(TopologyError::from)
 }
 
 #[cfg(test)]

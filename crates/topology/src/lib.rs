@@ -18,6 +18,7 @@ pub mod cpulist;
 pub mod error;
 pub mod file;
 pub mod ids;
+pub mod input;
 pub mod machine;
 pub mod matrix;
 pub mod presets;
@@ -43,9 +44,18 @@ pub fn resolve(arg: &str) -> Result<Machine, TopologyError> {
     }
     let path = std::path::Path::new(arg);
     if path.is_dir() {
+        if !path.join("sys/devices/system").is_dir() {
+            return Err(TopologyError::Directory {
+                path: path.into(),
+                what: "a machine file".into(),
+                hint: "a directory given as a machine must hold a captured sysfs tree (sys/devices/system/..., made \
+                       by scripts/capture-sysfs.sh); give a machine file (.toml or .json) or a preset name"
+                    .into(),
+            });
+        }
         return sysfs::read_machine(path);
     }
-    if path.exists() {
+    if path.symlink_metadata().is_ok() {
         return file::load(path);
     }
     Err(TopologyError::UnknownMachine { name: arg.to_string() })

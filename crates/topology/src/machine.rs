@@ -117,8 +117,10 @@ pub struct BandwidthGraph {
     pub latency: Option<Matrix>,
 }
 
-/// What moving things costs on this machine (machines.md, "Costs of moving things").
+/// What moving things costs on this machine (machines.md, "Costs of moving things"). Every
+/// field is optional in a machine file (a missing one takes its default).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MigrationCosts {
     /// CPU time per migrated 4 KiB page, microseconds (syscall, locking, TLB shootdown).
     pub page_us: f64,

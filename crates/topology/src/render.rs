@@ -88,16 +88,24 @@ fn table(rows: &[Vec<String>], left: usize) -> String {
         (0..ncol).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, s)| if c < left { format!("{s:<w$}", w = width[c]) } else { format!("{s:>w$}", w = width[c]) })
-            .collect();
+        let cells: Vec<String> = r.iter().enumerate().map(|(c, s)| pad(s, width[c], c < left)).collect();
         out.push_str("  ");
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
     out
+}
+
+/// `s` padded with spaces to `width` characters, on the right (`left` aligned) or on the left.
+/// Written out because `format!`'s width is limited to 65,535 and panics beyond (a machine
+/// file may hold a longer name).
+pub fn pad(s: &str, width: usize, left: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(s.chars().count()));
+    if left {
+        format!("{s}{fill}")
+    } else {
+        format!("{fill}{s}")
+    }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -329,5 +337,18 @@ mod tests {
         assert_eq!(j["schema"], JSON_SCHEMA);
         assert_eq!(j["summary"]["cpus"], 8);
         assert_eq!(j["summary"]["memory_only_nodes"], json!([2]));
+    }
+
+    /// `format!("{s:<w$}")` panics for widths over 65,535: a machine file may name a group so.
+    #[test]
+    fn names_longer_than_65535_characters_render() {
+        let mut m = crate::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+        m.groups[0].name = "g".repeat(70_000);
+        m.name = "m".repeat(70_000);
+        let t = render_text(&m);
+        assert!(t.contains(&m.groups[0].name));
+        assert_eq!(pad("ab", 4, true), "ab  ");
+        assert_eq!(pad("ab", 4, false), "  ab");
+        assert_eq!(pad("abcdef", 4, false), "abcdef");
     }
 }

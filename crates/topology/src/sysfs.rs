@@ -98,7 +98,7 @@ pub fn read_machine(root: &Path) -> Result<Machine, TopologyError> {
 fn io(path: &Path, e: std::io::Error) -> TopologyError {
     TopologyError::Unreadable {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
         hint: "check that sysfs is mounted and readable, or capture the tree again with scripts/capture-sysfs.sh"
             .into(),
     }
@@ -116,16 +116,21 @@ fn parse_err(path: &Path, what: &str, reason: impl Into<String>) -> TopologyErro
     }
 }
 
+/// A file of the tree: regular, at most [`cap::SYSFS`] bytes (a captured tree given with
+/// `--machine DIR` is a user's files: a FIFO or /dev/zero planted in it is refused).
 fn read(path: &Path) -> Result<String, TopologyError> {
-    std::fs::read_to_string(path).map_err(|e| io(path, e))
+    crate::input::read_text(path, "sysfs file", crate::input::cap::SYSFS).map_err(|e| match e.io {
+        Some(kind) => io(path, std::io::Error::new(kind, e.reason)),
+        None => parse_err(path, "sysfs file", e.reason),
+    })
 }
 
 /// Like [`read`], but a missing file is `None` (other errors still count).
 fn read_opt(path: &Path) -> Result<Option<String>, TopologyError> {
-    match std::fs::read_to_string(path) {
+    match read(path) {
         Ok(s) => Ok(Some(s)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io(path, e)),
+        Err(TopologyError::Unreadable { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -349,7 +354,7 @@ fn package_die(cpu_dir: &Path) -> Result<Option<PackageDie>, TopologyError> {
 
 /// The host name from `proc/sys/kernel/hostname`, when present and non-empty.
 fn hostname(root: &Path) -> Option<String> {
-    let h = std::fs::read_to_string(root.join("proc/sys/kernel/hostname")).ok()?;
+    let h = read(&root.join("proc/sys/kernel/hostname")).ok()?;
     let h = h.trim();
     (!h.is_empty()).then(|| h.to_string())
 }

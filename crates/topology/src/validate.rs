@@ -5,6 +5,23 @@ use crate::ids::NodeIdx;
 use crate::machine::{End, Machine};
 use std::collections::BTreeMap;
 
+/// Smallest and largest base page size a machine may have (the simulator and the actuator
+/// count pages; a 1-byte page would make every megabyte a million pages).
+pub const MIN_PAGE: u64 = 4096;
+pub const MAX_PAGE: u64 = 1 << 30;
+
+/// (field, value, lowest, highest) of every migration cost: copy bandwidth must be positive
+/// (a move takes size / bandwidth), the others may be 0 (free).
+fn costs_fields(c: &crate::machine::MigrationCosts) -> [(&'static str, f64, f64, f64); 5] {
+    [
+        ("page_us", c.page_us, 0.0, 1e6),
+        ("copy_gbps", c.copy_gbps, 1e-6, 1e6),
+        ("thread_us", c.thread_us, 0.0, 1e9),
+        ("hint_fault_us", c.hint_fault_us, 0.0, 1e6),
+        ("sample_us", c.sample_us, 0.0, 1e6),
+    ]
+}
+
 /// Check a machine: dense indices, no CPU in two nodes or groups, every node CPU in a group,
 /// square/shaped matrices, non-negative finite numbers, links and routes naming real ends.
 /// `origin` names the file or preset in error messages.
@@ -26,11 +43,23 @@ pub fn validate(m: &Machine, origin: &str) -> Result<(), TopologyError> {
             return bad("clock_ghz".into(), format!("{g} is not a core clock in GHz (0.1 to 10)"));
         }
     }
-    if m.page_size == 0 || !m.page_size.is_power_of_two() {
-        return bad("page_size".into(), format!("{} is not a power of two", m.page_size));
+    if !m.page_size.is_power_of_two() || !(MIN_PAGE..=MAX_PAGE).contains(&m.page_size) {
+        return bad(
+            "page_size".into(),
+            format!("{} is not a power of two from {MIN_PAGE} to {MAX_PAGE} bytes (4096 on x86-64)", m.page_size),
+        );
     }
-    if m.line_size == 0 || !m.line_size.is_power_of_two() {
-        return bad("line_size".into(), format!("{} is not a power of two", m.line_size));
+    if !m.line_size.is_power_of_two() || m.line_size < 8 || m.line_size > m.page_size.min(4096) {
+        return bad(
+            "line_size".into(),
+            format!("{} is not a power of two from 8 to {} bytes (64 on x86-64)", m.line_size, m.page_size.min(4096)),
+        );
+    }
+    for (f, v, lo, hi) in costs_fields(&m.costs) {
+        if !v.is_finite() || v < lo || v > hi {
+            let lo_text = if lo > 0.0 { format!("above 0 (at least {lo})") } else { "at least 0".into() };
+            return bad(format!("costs.{f}"), format!("{v} is not a finite number {lo_text} and at most {hi}"));
+        }
     }
     let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
     for (i, n) in m.nodes.iter().enumerate() {

@@ -66,6 +66,7 @@ fn inconsistent_files_name_the_field() {
         v["nodes"][0].as_object_mut().unwrap().remove("memory_bytes");
     });
     refused("line", |v| v["nodes"][0]["memory_bytes"] = json!("lots"));
+    refused("field `nodes[0].memory_bytes`", |v| v["nodes"][0]["memory_bytes"] = json!(-1));
 }
 
 #[test]
@@ -179,4 +180,68 @@ fn the_readme_example_loads() {
     let text = &section[start..start + section[start..].find("```").unwrap()];
     let m = parse(text, false, Path::new("README.md")).unwrap();
     assert_eq!((m.n_nodes(), m.n_cpus()), (1, 4));
+}
+
+/// `page_size = 1` or `2` made every megabyte a million pages and hung the simulator.
+#[test]
+fn page_and_line_sizes_are_bounded() {
+    for bad in [0u64, 1, 2, 1024, 3 << 12, 1 << 31] {
+        refused("page_size", |v| v["page_size"] = json!(bad));
+    }
+    for bad in [0, 1, 4, 24, 8192] {
+        refused("line_size", |v| v["line_size"] = json!(bad));
+    }
+    let mut v = base();
+    v["page_size"] = json!(65536);
+    v["line_size"] = json!(128);
+    load_json(&v).unwrap();
+}
+
+/// `[costs]` took nan, inf, 1e308 and -1 (the simulator then reported a misleading timeout),
+/// and refused a partial table although every cost is optional.
+#[test]
+fn costs_are_finite_bounded_and_each_optional() {
+    for (field, bad) in
+        [("page_us", "nan"), ("copy_gbps", "inf"), ("thread_us", "1e308"), ("sample_us", "-1"), ("copy_gbps", "0")]
+    {
+        let text = format!("{}\n[costs]\n{field} = {bad}\n", toml_base());
+        let e = parse(&text, false, Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.contains("c.toml") && e.contains(&format!("costs.{field}")), "{field}={bad}: {e}");
+    }
+    let text = format!("{}\n[costs]\npage_us = 2.5\n", toml_base());
+    let m = parse(&text, false, Path::new("c.toml")).unwrap();
+    assert_eq!(m.costs.page_us, 2.5);
+    assert_eq!(m.costs.copy_gbps, ptb_topology::MigrationCosts::default().copy_gbps);
+}
+
+/// The machine file without its `[costs]` table (TOML), so a test can append its own.
+fn toml_base() -> String {
+    let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+    let t = ptb_topology::file::to_toml(&m).unwrap();
+    let start = t.find("[costs]").unwrap();
+    let end = t[start + 1..].find("\n[").map_or(t.len(), |e| start + 1 + e);
+    format!("{}{}", &t[..start], &t[end..])
+}
+
+/// `/dev/zero` read until memory ran out, a FIFO blocked forever, a directory named `x.toml`
+/// got a sysfs message.
+#[test]
+fn only_regular_files_are_machine_files() {
+    let e = ptb_topology::resolve("/dev/zero").unwrap_err().to_string();
+    assert!(e.contains("/dev/zero") && e.contains("device"), "{e}");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("x.toml");
+    std::fs::create_dir(&dir).unwrap();
+    let e = ptb_topology::resolve(dir.to_str().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("is a directory, not a machine file"), "{e}");
+    let fifo = d.path().join("m.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = ptb_topology::resolve(fifo.to_str().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("FIFO"), "{e}");
+    let big = d.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(ptb_topology::input::cap::MACHINE + 1).unwrap();
+    let e = ptb_topology::resolve(big.to_str().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("larger than"), "{e}");
 }

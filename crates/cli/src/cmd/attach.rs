@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 use ptb_linux::daemon::Target;
 use ptb_linux::procfs::ProcRoot;
 use ptb_linux::safety::{check_target, Caller};
+use ptb_linux::say;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -18,20 +19,26 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let root = ProcRoot::live();
     let me = Caller::current(&root);
+    if args.pids.iter().collect::<std::collections::BTreeSet<_>>().len() != args.pids.len() {
+        bail!("the same pid is given twice");
+    }
     for &pid in &args.pids {
         check_target(&root, &me, pid)?;
     }
     let Some(p) = prepare(&args.manage)? else {
-        eprintln!("ptb: not attaching to {:?}", args.pids);
+        say!("ptb: not attaching to {:?}", args.pids);
         return Ok(());
     };
-    if args.pids.len() > 1 && args.pids.iter().collect::<std::collections::BTreeSet<_>>().len() != args.pids.len() {
-        bail!("the same pid is given twice");
-    }
-    let targets = args.pids.iter().map(|&pid| Target { pid, child: None }).collect();
-    let out = manage(&args.manage, p, None, targets, false)?;
+    // Each process is known by identity from here on: if it exits and its pid is reused,
+    // the new process is never touched.
+    let targets = args
+        .pids
+        .iter()
+        .map(|&pid| Target::attach(&root, pid).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let out = manage(&args.manage, p, None, targets, false, "attach")?;
     if let Some(sig) = out.signal {
-        eprintln!("ptb: detached on signal {sig}; the processes keep running");
+        say!("ptb: detached on signal {sig}; the processes keep running");
     }
     Ok(())
 }

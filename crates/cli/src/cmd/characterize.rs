@@ -46,9 +46,10 @@ pub struct Args {
     /// machine file). Default: this machine when its nodes match MLC's, else a placeholder.
     #[arg(long, value_name = "MACHINE", requires = "import_mlc")]
     machine: Option<String>,
-    /// With --import-mlc and a placeholder structure: CPUs per node to invent.
-    #[arg(long, value_name = "N", default_value_t = 4, requires = "import_mlc")]
-    cpus_per_node: usize,
+    /// With --import-mlc and a placeholder structure: CPUs per node to invent (1 to 4096).
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "import_mlc",
+          value_parser = clap::value_parser!(u32).range(1..=ptb_characterize::import::MAX_CPUS_PER_NODE as i64))]
+    cpus_per_node: u32,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -81,12 +82,9 @@ fn check_writable(p: &Path) -> Result<()> {
     if p.is_dir() {
         bail!("cannot write {}: it is a directory (give a file name)", p.display());
     }
-    let existed = p.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(p)
-        .with_context(|| format!("cannot write {} (choose a writable path)", p.display()))?;
+    let existed = p.symlink_metadata().is_ok();
+    // The same checks as the final write: a regular file of ours, not through a symlink.
+    ptb_topology::input::create(p, "output", true)?;
     if !existed {
         let _ = std::fs::remove_file(p);
     }
@@ -297,14 +295,18 @@ pub fn text_matrix(title: &str, m: &Machine, mx: &Matrix, extra: Option<&Vec<Vec
     };
     let cells: Vec<Vec<String>> = (0..mx.n_rows()).map(|r| (0..mx.n_cols()).map(|c| cell(r, c)).collect()).collect();
     let cw = cells.iter().flatten().map(String::len).max().unwrap_or(6).max(7) + 2;
-    let mut s = format!("{title}\n{:lw$}  {:>cw$}\n{:lw$}", "", "Numa node", "CPU group");
+    // Padded by hand: `format!` widths panic above 65,535 (a group name may be longer).
+    let pad = ptb_topology::render::pad;
+    let mut s =
+        format!("{title}\n{}  {}\n{}", pad("", lw, true), pad("Numa node", cw, false), pad("CPU group", lw, true));
     for n in &m.nodes {
-        s.push_str(&format!("{:>cw$}", n.id.0));
+        s.push_str(&pad(&n.id.0.to_string(), cw, false));
     }
     for (r, row) in cells.iter().enumerate() {
-        s.push_str(&format!("\n{:>lw$}", rows[r]));
+        s.push('\n');
+        s.push_str(&pad(&rows[r], lw, false));
         for v in row {
-            s.push_str(&format!("{v:>cw$}"));
+            s.push_str(&pad(v, cw, false));
         }
     }
     s.push('\n');
@@ -344,11 +346,11 @@ fn print_results(m: &Machine, c: &Characterisation) {
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| CharError::Io { path: path.into(), source }.into())
+    Ok(ptb_topology::input::read_text(path, "MLC output", ptb_topology::input::cap::MLC)?)
 }
 
 fn mlc_err(path: &Path) -> impl Fn(mlc::MlcError) -> anyhow::Error + '_ {
-    move |source| CharError::Mlc { path: path.into(), source }.into()
+    move |error| CharError::Mlc { path: path.into(), error }.into()
 }
 
 fn import_mlc(args: &Args, path: &Path) -> Result<()> {
@@ -377,7 +379,7 @@ fn import_mlc(args: &Args, path: &Path) -> Result<()> {
                      known machine.",
                     args.cpus_per_node
                 );
-                import::placeholder(&bw, &name, args.cpus_per_node)
+                import::placeholder(&bw, &name, args.cpus_per_node as usize)?
             }
         },
     };

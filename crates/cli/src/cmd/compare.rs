@@ -79,7 +79,7 @@ fn suite(arg: &str) -> Result<Vec<String>> {
             if p.extension().is_some_and(|e| e == "toml") {
                 return Ok(vec![path.to_string()]);
             }
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading suite file {path}"))?;
+            let text = ptb_topology::input::read_text(p, "suite file", ptb_topology::input::cap::CONFIG)?;
             let v: Vec<String> = text
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim().to_string())

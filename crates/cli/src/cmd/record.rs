@@ -12,20 +12,20 @@ pub struct Args {
     /// Process to record.
     #[arg(value_name = "PID")]
     pub pid: u32,
-    /// How long to record.
-    #[arg(long, default_value_t = 10.0)]
+    /// How long to record, seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = crate::common::seconds)]
     pub seconds: f64,
     /// Trace file to write (JSON lines).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
-    /// Sample source: auto, ibs-op, pebs-loads, spe, page-faults.
-    #[arg(long, default_value = "auto")]
+    /// Sample source.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "ibs-op", "pebs-loads", "spe", "page-faults"])]
     pub source: String,
     /// Sampling period: events per sample (default: 1 for page faults, 4096 for hardware).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub period: Option<u64>,
-    /// How often placements are written, in milliseconds.
-    #[arg(long, default_value_t = 500)]
+    /// How often placements are written, in milliseconds (10 to 3600000).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub cycle: u64,
 }
 
@@ -34,20 +34,16 @@ pub fn run(a: Args) -> Result<()> {
     check_target(&root, &Caller::current(&root), a.pid)?;
     let m = ptb_linux::live::machine(&root).map_err(anyhow::Error::msg)?;
     if m.n_nodes() < 2 {
-        eprintln!(
+        ptb_linux::say!(
             "ptb: this machine has 1 NUMA node: the trace will show accesses but every page is on node 0; \
              `ptb plan --machine NAME` can still plan it for another machine"
         );
     }
     safety::install_stop_handler().context("installing SIGINT/SIGTERM handlers")?;
-    let cfg = RecordConfig {
-        seconds: a.seconds,
-        cycle: Duration::from_millis(a.cycle.max(10)),
-        source: a.source,
-        period: a.period,
-    };
+    let cfg =
+        RecordConfig { seconds: a.seconds, cycle: Duration::from_millis(a.cycle), source: a.source, period: a.period };
     let s = record(&root, &m, a.pid, &a.output, &cfg).map_err(anyhow::Error::msg)?;
-    eprintln!(
+    ptb_linux::say!(
         "ptb: recorded pid {} with {}: {} samples ({} lost), {} threads, {} placements{} -> {}",
         a.pid,
         s.source,

@@ -1,8 +1,11 @@
-//! `ptb roi begin|end PID`: turn placement on or off for a process managed by `ptb run` or
-//! `ptb attach` (around a program's region of interest). Writes `$PTB_ROI_DIR/ptb-roi.PID`
-//! (default /tmp), which the daemon reads every cycle.
+//! `ptb roi begin|end PID`: turn placement on or off for a process managed by `ptb run`,
+//! `ptb attach` or the `ptb daemon` service (around a program's region of interest). The
+//! request goes over the managing daemon's control socket (see `ptb_linux::control`), which
+//! checks who asks: root, the daemon's user or the process's owner.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use ptb_linux::control;
+use ptb_linux::say;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum Which {
@@ -23,12 +26,14 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let on = matches!(a.which, Which::Begin);
-    let p = ptb_linux::roi::write(a.pid, on).with_context(|| format!("writing the ROI file of pid {}", a.pid))?;
-    eprintln!(
-        "ptb: placement {} for pid {} ({}; a ptb daemon managing it reads this every cycle)",
-        if on { "on" } else { "off" },
-        a.pid,
-        p.display()
-    );
+    let euid = nix_euid();
+    let msg = control::roi(&control::client_dirs(euid), euid, a.pid, on).map_err(anyhow::Error::msg)?;
+    say!("ptb: {msg}");
     Ok(())
+}
+
+/// This process's effective uid.
+pub fn nix_euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }

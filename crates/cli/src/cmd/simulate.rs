@@ -6,7 +6,6 @@ use anyhow::{Context, Result};
 use comfy_table::Table;
 use ptb_policy::{PolicyKind, PolicySpec};
 use ptb_sim::{RunResult, SimOptions, Simulation};
-use ptb_topology::NodeSet;
 use serde::Serialize;
 
 /// The machine used when `--machine` is not given.
@@ -101,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
     policies.retain(|p| *p != ft);
     policies.insert(0, ft);
     let nodes = match &args.nodes {
-        Some(s) => Some(NodeSet::parse_list(s).with_context(|| format!("--nodes `{s}`"))?),
+        Some(s) => Some(super::run::parse_nodes(s)?),
         None => None,
     };
     let mut opts = SimOptions {

@@ -127,7 +127,7 @@ fn yes() -> bool {
 impl Document {
     /// Read a saved document, with errors naming the file and what is wrong.
     pub fn load(path: &Path) -> Result<Document> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = ptb_topology::input::read_text(path, "saved result (JSON)", ptb_topology::input::cap::JSON)?;
         Document::parse(&text, &path.display().to_string())
     }
 

@@ -11,8 +11,11 @@ use std::path::Path;
 
 /// Whether the file starts like a trace (first non-empty line is a `header` record).
 pub fn is_trace(path: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(path) else { return false };
-    let first = std::io::BufReader::new(f).lines().map_while(Result::ok).find(|l| !l.trim().is_empty());
+    let Ok(f) = ptb_topology::input::open(path, "trace", ptb_topology::input::cap::TRACE) else { return false };
+    let first = std::io::BufReader::new(std::io::Read::take(f, ptb_topology::input::cap::LINE))
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty());
     first
         .and_then(|l| serde_json::from_str::<Value>(&l).ok())
         .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("header"))

@@ -129,8 +129,8 @@ impl Config {
         let d = Config::default();
         let spg = s.f64_in("s_per_gb", 0.0, 0.0, 1000.0)?;
         let c = Config {
-            cycle: Duration::from_millis(s.get::<u64>("cycle_ms", 1000)?.max(1)),
-            sample_period: s.get::<u64>("sample_period", d.sample_period)?.max(1),
+            cycle: Duration::from_millis(s.u64_in("cycle_ms", 1000, 1, 3_600_000)?),
+            sample_period: s.u64_in("sample_period", d.sample_period, 1, u64::MAX)?,
             keep: s.f64_in("keep", d.keep, 0.0, 1.0)?,
             budget: s.f64_in("budget", d.budget, 0.0, 1.0)?,
             s_per_gb: (spg > 0.0).then_some(spg),
@@ -138,7 +138,7 @@ impl Config {
             full_threshold: s.f64_in("full_threshold", d.full_threshold, 0.0, 1.0)?,
             private_min: s.get::<u32>("private_min", d.private_min)?.max(1),
             spread_slack: s.f64_in("spread_slack", d.spread_slack, 0.0, 100.0)?,
-            max_placements: s.get::<u64>("max_placements", d.max_placements)?.max(1),
+            max_placements: s.u64_in("max_placements", d.max_placements, 1, u64::MAX)?,
         };
         s.finish()?;
         Ok(c)

@@ -1,35 +1,47 @@
-//! `autonuma`: a model of Linux automatic NUMA balancing (kernel 3.13 and later).
+//! `autonuma`: a model of Linux automatic NUMA balancing as kernel 3.13 implements it (the
+//! version the published NPB study measured).
 //!
 //! Problem: the kernel's balancer is the baseline every placement policy is measured
-//! against, and it is not a simple one: hinting-fault sampling, an adaptive scan rate, a
-//! two-fault filter before pages move, numa groups and task moves/swaps towards a preferred
-//! node all shape its results.
+//! against, and it is not a simple one: hinting-fault sampling, a scan rate that adapts per
+//! task, a two-fault filter before pages move, numa groups, and task moves/swaps towards a
+//! preferred node all shape its results.
 //!
-//! Approach (from ../shared/spec/autonuma.md and the kernel's `kernel/sched/fair.c`):
+//! Approach (kernel/sched/fair.c, mm/mempolicy.c and mm/migrate.c of 3.13; the rules live in
+//! [`stats`], [`migrate`] and [`pages`], each citing the kernel function it follows):
 //!
 //! ```text
-//! every scan period: driver makes scan_size_mb of each app fault on next access
-//! decide(): hint faults ─▶ per-task faults (mem node, cpu node, private/shared) ─▶ numa groups
-//!           ├─ scan period: shrink when remote faults dominate, grow when local (Plan.sampling)
-//!           ├─ preferred node = node holding most of the task's (group's) faulted memory
-//!           ├─ CPU follows memory: move task there, or swap with a task that gains
-//!           └─ memory follows CPU: page moves to the faulting node after the two-fault filter
+//! driver: every scan period, scan_size_mb of each application faults on its next access
+//! decide() every min(scan period, 1 s):
+//!   new scan pass? ─▶ placement per task that faulted: halve + merge its faults, adapt its
+//!                     scan period, preferred node (task's busiest, or task+group weight)
+//!   preferred node changed, or 1 s since the last try ─▶ task_numa_migrate: move / swap
+//!   every fault, in order ─▶ cpupid (private/shared, numa groups) ─▶ two-stage filter,
+//!                     shared-page deferral, 128 MB/100 ms per node ─▶ page to the CPU's node
+//!   scan period requested = the shortest of the application's tasks' periods
 //! ```
 //!
-//! - The first scan happens `scan_delay_ms` after start (the kernel initialises a task's
-//!   scan period to the scan delay); afterwards the cycle is the current scan period.
-//! - A fault is *private* when the same task touched the page last (the kernel's cpupid in
-//!   the page), *shared* otherwise; a shared fault joins the two tasks' numa groups.
-//! - Page filter (`should_numa_migrate_memory`): early in a task's life (first 4 scans or no
-//!   preferred node) first and private faults migrate at once; otherwise the page's previous
-//!   fault must have come from the same node (two-fault filter); then private faults
-//!   migrate, and shared ones only when the group uses the destination node's CPUs much
-//!   more than the source's.
-//! - "Given the choice, move the thread, not the pages": faults of a task that is moved
-//!   this cycle do not migrate pages.
-//! - One scan period for all tasks (the kernel keeps one per task); the model does not
-//!   charge fault costs itself — the driver does, per hinting fault.
+//! - Scan periods are per window, as in the kernel: `scan_period_min/max_ms` are for a pass
+//!   over the whole resident memory, divided by the number of `scan_size_mb` windows it spans
+//!   (`task_scan_min/max`). The first scan comes `scan_delay_ms` after start.
+//! - Placement runs once per scan pass, at a task's first fault of the new pass
+//!   (`numa_scan_seq`); the model counts passes from the scan period it requested and each
+//!   application's mapped size.
+//! - Task moves are retried at most once a second (`numa_migrate_retry = jiffies + HZ`), on
+//!   faults: "in case it previously failed, or the scheduler moved us". A moved task's scan
+//!   period returns to the minimum.
+//! - The kernel moves a task once and leaves it to the scheduler (its affinity unchanged),
+//!   whose load balancer then favours the task's preferred node (3.13's NUMA_FAVOUR_HIGHER).
+//!   The simulator's scheduler model has no such bias: left to it, moved tasks drift away
+//!   and locality falls to the default's (~33% local on NPB, published 68-77%). So by default
+//!   (`pin_moves`) a thread move pins the task to its node (`ThreadTarget::Node`), standing in
+//!   for that bias; `pin_moves=false` moves it as the kernel does (`ThreadTarget::NodeUnpinned`).
+//! - A task moved in this decision had, in the kernel's timeline, moved at its first fault;
+//!   its later faults of the cycle would have come from its new node, so they move no page
+//!   and the pages remember the new node.
+//! - The model does not charge fault costs itself: the driver does, per hinting fault.
 
+pub mod migrate;
+pub mod pages;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod test_world;
@@ -38,10 +50,13 @@ use crate::params::{ParamDoc, Params};
 use crate::plan::{AllocPolicy, PageMove, Plan, SamplingMode, SamplingRequest, StartPlan, ThreadMove, ThreadTarget};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
-use ptb_profile::{PageKey, Tid};
+use migrate::{Machine, Migration, Slot};
+use pages::{RateLimit, Refused};
+use ptb_profile::histogram::FxBuild;
+use ptb_profile::{AppId, PageKey, Tid};
 use ptb_topology::NodeIdx;
-use stats::{next_scan_period, Groups, TaskFaults};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use stats::{Groups, TaskStats, PRIVATE, SHARED};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 pub const PARAMS: &[ParamDoc] = &[
@@ -53,12 +68,12 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "scan_period_min_ms",
         default: "1000",
-        doc: "shortest time between scans (kernel numa_balancing_scan_period_min_ms)",
+        doc: "shortest time to scan a task's whole memory, divided among its scan windows (kernel numa_balancing_scan_period_min_ms)",
     },
     ParamDoc {
         key: "scan_period_max_ms",
         default: "60000",
-        doc: "longest time between scans (kernel numa_balancing_scan_period_max_ms)",
+        doc: "longest time to scan a task's whole memory, divided among its scan windows (kernel numa_balancing_scan_period_max_ms)",
     },
     ParamDoc {
         key: "scan_size_mb",
@@ -66,9 +81,14 @@ pub const PARAMS: &[ParamDoc] = &[
         doc: "address space (MB) of each application made to fault per scan (kernel numa_balancing_scan_size_mb)",
     },
     ParamDoc {
-        key: "settle_count",
-        default: "4",
-        doc: "scans a task stays on a node before it may move again (older kernels' numa_balancing_settle_count)",
+        key: "migrate_deferred",
+        default: "16",
+        doc: "shared-page migrations a task skips after one was refused by the two-fault filter (kernel 3.13 numa_balancing_migrate_deferred)",
+    },
+    ParamDoc {
+        key: "pin_moves",
+        default: "true",
+        doc: "moved tasks stay on their node (true) or are left to the scheduler as the kernel does (false; see README: the simulator's scheduler lacks the kernel's preferred-node bias)",
     },
 ];
 
@@ -79,42 +99,66 @@ pub struct Tunables {
     pub scan_period_min: Duration,
     pub scan_period_max: Duration,
     pub scan_size_mb: u64,
-    pub settle_count: u32,
+    pub migrate_deferred: u32,
+    /// Thread moves pin the task to its node (`ThreadTarget::Node`) instead of leaving it to
+    /// the scheduler (`ThreadTarget::NodeUnpinned`, what the kernel does).
+    pub pin_moves: bool,
 }
 
 impl Default for Tunables {
-    /// The kernel's defaults (Documentation/admin-guide/sysctl/kernel.rst).
+    /// The kernel's defaults (Documentation/sysctl/kernel.txt of 3.13).
     fn default() -> Self {
         Tunables {
             scan_delay: Duration::from_millis(1000),
             scan_period_min: Duration::from_millis(1000),
             scan_period_max: Duration::from_millis(60000),
             scan_size_mb: 256,
-            settle_count: 4,
+            migrate_deferred: 16,
+            pin_moves: true,
         }
     }
 }
 
-/// Scans during which first and private faults migrate at once (`numa_scan_seq <= 4`).
-const EARLY_SCANS: u64 = 4;
-/// The kernel's ACTIVE_NODE_FRACTION: a node is active for a group when it has at least a
-/// third of the busiest node's faults.
-const ACTIVE_NODE_FRACTION: f64 = 3.0;
+/// `numa_migrate_retry = jiffies + HZ`: one task-migration attempt per second at most.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Where the scanner of one application is (`mm->numa_scan_offset`, `numa_scan_seq`).
+#[derive(Clone, Copy, Debug, Default)]
+struct ScanClock {
+    /// Time since the last scan, ns.
+    since_ns: u64,
+    /// Pages scanned in the current pass.
+    scanned: u64,
+    /// Completed passes.
+    seq: u64,
+}
 
 #[derive(Debug)]
 pub struct AutoNuma {
     t: Tunables,
-    /// Current scan period (= cycle); starts at the scan delay, as in the kernel.
+    /// Scan period requested for the cycle now running.
     period: Duration,
-    scans: u64,
-    /// Whether any fault has been seen yet.
-    seen_faults: bool,
+    tasks: BTreeMap<Tid, TaskStats>,
     /// Last task and node to fault on each page (the kernel's per-page cpupid).
-    last: HashMap<PageKey, (Tid, NodeIdx)>,
-    faults: BTreeMap<Tid, TaskFaults>,
+    last: HashMap<PageKey, (Tid, u16), FxBuild>,
     groups: Groups,
-    /// Scan number of each task's last move (for settle_count).
-    moved_at: BTreeMap<Tid, u64>,
+    rate: RateLimit,
+    clocks: BTreeMap<AppId, ScanClock>,
+}
+
+/// What one decision counted (the plan's statistics).
+#[derive(Default)]
+struct Counts {
+    local: u64,
+    remote: u64,
+    private: u64,
+    shared: u64,
+    placements: u64,
+    moves: u64,
+    swaps: u64,
+    filtered: u64,
+    deferred: u64,
+    rate_limited: u64,
 }
 
 impl AutoNuma {
@@ -122,12 +166,11 @@ impl AutoNuma {
         AutoNuma {
             t,
             period: t.scan_delay,
-            scans: 0,
-            seen_faults: false,
-            last: HashMap::new(),
-            faults: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            last: HashMap::default(),
             groups: Groups::default(),
-            moved_at: BTreeMap::new(),
+            rate: RateLimit::default(),
+            clocks: BTreeMap::new(),
         }
     }
 
@@ -146,7 +189,8 @@ impl AutoNuma {
             scan_period_min: ms("scan_period_min_ms", d.scan_period_min)?,
             scan_period_max: ms("scan_period_max_ms", d.scan_period_max)?,
             scan_size_mb: s.get("scan_size_mb", d.scan_size_mb)?,
-            settle_count: s.get("settle_count", d.settle_count)?,
+            migrate_deferred: s.get("migrate_deferred", d.migrate_deferred)?,
+            pin_moves: s.get("pin_moves", d.pin_moves)?,
         };
         s.finish()?;
         if t.scan_period_min > t.scan_period_max {
@@ -161,36 +205,20 @@ impl AutoNuma {
     fn request(&self) -> SamplingRequest {
         SamplingRequest {
             mode: SamplingMode::HintFaults { scan_bytes: self.t.scan_size_mb << 20, scan_period: self.period },
-            cycle: self.period,
+            cycle: self.period.min(RETRY),
         }
     }
 
-    /// The task's preferred node: where most of its faulted memory lives; for a task in a
-    /// numa group, the task's busiest node among the group's active nodes.
-    fn preferred(&self, tid: Tid, group_mem: Option<&Vec<f64>>, cpu_nodes: &[NodeIdx]) -> Option<NodeIdx> {
-        let f = self.faults.get(&tid)?;
-        if f.total() <= 0.0 || cpu_nodes.is_empty() {
-            return None;
-        }
-        let argmax = |v: &Vec<f64>, among: &[NodeIdx]| -> Option<NodeIdx> {
-            among
-                .iter()
-                .copied()
-                .filter(|n| v[n.ix()] > 0.0)
-                .max_by(|a, b| v[a.ix()].total_cmp(&v[b.ix()]).then(b.cmp(a)))
-        };
-        match group_mem {
-            Some(g) => {
-                let gmax = cpu_nodes.iter().map(|n| g[n.ix()]).fold(0.0, f64::max);
-                let active: Vec<NodeIdx> = cpu_nodes
-                    .iter()
-                    .copied()
-                    .filter(|n| g[n.ix()] * ACTIVE_NODE_FRACTION >= gmax && gmax > 0.0)
-                    .collect();
-                argmax(&f.mem, &active).or_else(|| argmax(g, &active))
-            }
-            None => argmax(&f.mem, cpu_nodes),
-        }
+    /// `task_scan_min` / `task_scan_max` (ms) of an application with `rss` resident pages.
+    fn bounds(&self, rss: u64, page_size: u64) -> (u64, u64) {
+        let scan_pages = (self.t.scan_size_mb << 20) / page_size.max(1);
+        let w = stats::scan_windows(rss, scan_pages);
+        stats::scan_bounds(
+            self.t.scan_period_min.as_millis() as u64,
+            self.t.scan_period_max.as_millis() as u64,
+            self.t.scan_size_mb,
+            w,
+        )
     }
 }
 
@@ -198,17 +226,15 @@ fn param_err(key: &str, reason: String) -> PolicyError {
     PolicyError::Param { origin: "parameters".into(), policy: "autonuma".into(), key: key.into(), reason }
 }
 
-/// One hinting fault, as the model records it.
-struct Fault {
-    tid: Tid,
-    page: PageKey,
-    mem: NodeIdx,
-    cpu_node: NodeIdx,
-    private: bool,
-    /// The previous fault on the page came from the same task (the kernel's cpupid match).
-    same_task: bool,
-    /// Node of the previous fault on this page, if any.
-    prev_node: Option<NodeIdx>,
+/// Per-application sizes from the snapshot's regions: (resident pages, mapped pages).
+fn app_sizes(snap: &Snapshot) -> BTreeMap<AppId, (u64, u64)> {
+    let mut sizes: BTreeMap<AppId, (u64, u64)> = BTreeMap::new();
+    for r in snap.regions {
+        let e = sizes.entry(r.app).or_default();
+        e.0 = e.0.saturating_add(r.resident.iter().sum::<u64>());
+        e.1 = e.1.saturating_add(r.npages);
+    }
+    sizes
 }
 
 impl Policy for AutoNuma {
@@ -225,179 +251,280 @@ impl Policy for AutoNuma {
     fn decide(&mut self, snap: &Snapshot) -> Plan {
         let m = snap.machine;
         let nn = m.n_nodes();
-        let mut plan = Plan::default();
-        self.scans += 1;
-        // Forget tasks that are gone.
-        self.faults.retain(|t, _| snap.thread(*t).is_some());
-        self.moved_at.retain(|t, _| snap.thread(*t).is_some());
-        self.groups.retain(&|t| snap.thread(t).is_some());
-        self.faults.values_mut().for_each(TaskFaults::decay);
+        let ps = m.page_size.max(1);
+        let now_ns = snap.now.as_nanos().min(u64::MAX as u128) as u64;
+        let mut c = Counts::default();
 
-        // 1. Record the faults.
-        let (mut local, mut remote) = (0u64, 0u64);
-        let mut faults = Vec::new();
-        for s in snap.samples {
-            let Some(th) = snap.thread(s.tid) else { continue };
-            let page = s.page(m.page_size);
-            let Some(mem) = snap.pages.get(page) else { continue };
-            if mem.ix() >= nn {
-                continue;
-            }
-            let cpu_node = m.node_of_cpu(s.cpu).unwrap_or(th.node);
-            let prev = self.last.insert(page, (s.tid, cpu_node));
-            let private = prev.is_none_or(|(t, _)| t == s.tid);
-            if let Some((other, _)) = prev.filter(|_| !private) {
-                if snap.thread(other).is_some_and(|o| o.app == th.app) {
-                    self.groups.join(s.tid, other);
+        // Tasks that are gone are forgotten.
+        let alive: HashMap<Tid, usize, FxBuild> = snap.threads.iter().enumerate().map(|(i, t)| (t.tid, i)).collect();
+        self.tasks.retain(|t, _| alive.contains_key(t));
+        self.groups.retain(&|t| alive.contains_key(&t));
+        let sizes = app_sizes(snap);
+        let app_bounds: BTreeMap<AppId, (u64, u64)> =
+            snap.threads.iter().map(|t| (t.app, self.bounds(sizes.get(&t.app).map_or(0, |s| s.0), ps))).collect();
+        let fallback = self.bounds(0, ps);
+        let bounds = |app: AppId| app_bounds.get(&app).copied().unwrap_or(fallback);
+        let app_of = |t: Tid| alive.get(&t).map(|&i| snap.threads[i].app);
+
+        // The machine as the task search sees it.
+        let cpus: Vec<usize> = (0..nn)
+            .map(|n| {
+                let node = m.node(NodeIdx::from_ix(n));
+                if snap.allowed.contains_idx(NodeIdx::from_ix(n)) {
+                    node.cpus.iter().count()
+                } else {
+                    0
                 }
-            }
-            let f = self.faults.entry(s.tid).or_insert_with(|| TaskFaults::new(nn));
-            f.mem[mem.ix()] += 1.0;
-            f.cpu[cpu_node.ix()] += 1.0;
-            if private {
-                f.private += 1.0;
-            } else {
-                f.shared += 1.0;
-            }
-            if mem == cpu_node {
-                local += 1;
-            } else {
-                remote += 1;
-            }
-            let same_task = prev.is_some_and(|(t, _)| t == s.tid);
-            faults.push(Fault { tid: s.tid, page, mem, cpu_node, private, same_task, prev_node: prev.map(|p| p.1) });
-        }
-
-        // 2. Adaptive scan period. Until the first faults arrive (the first scan happens at the
-        // end of the scan delay, as this first cycle ends), scan at the minimum period; after
-        // that, the kernel's rule.
-        self.seen_faults |= local + remote > 0;
-        self.period = if self.seen_faults {
-            next_scan_period(self.period, local, remote, self.t.scan_period_min, self.t.scan_period_max)
-        } else {
-            self.t.scan_period_min
-        };
-        plan.sampling = Some(self.request());
-
-        // 3. Group statistics and preferred nodes.
-        let members = self.groups.members();
-        let mut group_mem: BTreeMap<Tid, Vec<f64>> = BTreeMap::new();
-        let mut group_cpu: BTreeMap<Tid, Vec<f64>> = BTreeMap::new();
-        for (&lead, ts) in &members {
-            let (mut gm, mut gc) = (vec![0.0; nn], vec![0.0; nn]);
-            for t in ts {
-                if let Some(f) = self.faults.get(t) {
-                    gm.iter_mut().zip(&f.mem).for_each(|(a, b)| *a += b);
-                    gc.iter_mut().zip(&f.cpu).for_each(|(a, b)| *a += b);
+            })
+            .collect();
+        let cpu_ids: Vec<Vec<u32>> = (0..nn)
+            .map(|n| if cpus[n] > 0 { m.node(NodeIdx::from_ix(n)).cpus.iter().map(|c| c.0).collect() } else { vec![] })
+            .collect();
+        // Node of each CPU id (dense index), looked up once per fault.
+        let mut cpu_node: Vec<u16> = Vec::new();
+        for n in 0..nn {
+            for c in m.node(NodeIdx::from_ix(n)).cpus.iter() {
+                let c = c.0 as usize;
+                if c >= 1 << 20 {
+                    continue; // looked up through the machine instead
                 }
+                if c >= cpu_node.len() {
+                    cpu_node.resize(c + 1, u16::MAX);
+                }
+                cpu_node[c] = n as u16;
             }
-            group_mem.insert(lead, gm);
-            group_cpu.insert(lead, gc);
         }
-        let cpu_nodes = snap.cpu_nodes();
-        let group_of = |t: Tid| -> Option<Tid> {
-            let l = self.groups.leader(t);
-            members.contains_key(&l).then_some(l)
+        let node_of = |c: ptb_topology::CpuId| {
+            cpu_node
+                .get(c.0 as usize)
+                .copied()
+                .filter(|&n| n != u16::MAX)
+                .or_else(|| m.node_of_cpu(c).map(|n| n.ix() as u16))
         };
-        let preferred: BTreeMap<Tid, NodeIdx> = snap
+        let mut slots: Vec<Slot> = snap
             .threads
             .iter()
-            .filter_map(|t| {
-                let g = group_of(t.tid).and_then(|l| group_mem.get(&l));
-                self.preferred(t.tid, g, &cpu_nodes).map(|p| (t.tid, p))
+            .map(|t| {
+                let allowed = match &t.affinity {
+                    None => u64::MAX,
+                    Some(set) => set.iter().filter_map(node_of).filter(|&n| n < 64).fold(0u64, |a, n| a | 1 << n),
+                };
+                Slot { tid: t.tid, node: t.node.ix(), cpu: t.cpu.0, allowed }
             })
             .collect();
 
-        // 4. CPU follows memory: move or swap tasks towards their preferred node.
-        let mut at: BTreeMap<Tid, NodeIdx> = snap.threads.iter().map(|t| (t.tid, t.node)).collect();
-        let mut load = vec![0usize; nn];
-        at.values().for_each(|n| load[n.ix()] += 1);
-        let cap: Vec<usize> = m.nodes.iter().map(|n| n.cpus.len()).collect();
-        let mut moved: BTreeSet<Tid> = BTreeSet::new();
-        let settled = |t: Tid| self.moved_at.get(&t).is_none_or(|&s| self.scans >= s + self.t.settle_count as u64);
-        let frac = |t: Tid, n: NodeIdx| -> f64 {
-            self.faults.get(&t).map_or(0.0, |f| if f.total() > 0.0 { f.mem[n.ix()] / f.total() } else { 0.0 })
-        };
-        let (mut n_moves, mut n_swaps) = (0u32, 0u32);
-        for th in snap.threads {
-            let (tid, cur) = (th.tid, at[&th.tid]);
-            let Some(&pref) = preferred.get(&tid) else { continue };
-            if pref == cur || moved.contains(&tid) || !settled(tid) {
-                continue;
-            }
-            if load[pref.ix()] < cap[pref.ix()] {
-                load[cur.ix()] -= 1;
-                load[pref.ix()] += 1;
-                at.insert(tid, pref);
-                moved.insert(tid);
-                n_moves += 1;
-                continue;
-            }
-            // Node full: swap with the task on it that gains most (or loses least).
-            let gain_t = frac(tid, pref) - frac(tid, cur);
-            let best = at
-                .iter()
-                .filter(|(u, n)| **n == pref && !moved.contains(u) && settled(**u))
-                .map(|(&u, _)| (u, gain_t + frac(u, cur) - frac(u, pref)))
-                .filter(|(_, g)| *g > 0.0)
-                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-            if let Some((u, _)) = best {
-                at.insert(tid, pref);
-                at.insert(u, cur);
-                moved.insert(tid);
-                moved.insert(u);
-                n_swaps += 1;
-            }
-        }
-        for &t in &moved {
-            self.moved_at.insert(t, self.scans);
-            plan.threads.push(ThreadMove { tid: t, to: ThreadTarget::Node(at[&t]) });
+        // Which tasks faulted this cycle (placement and migration attempts happen on faults).
+        let mut faulted: HashMap<Tid, (), FxBuild> = HashMap::default();
+        for s in snap.samples {
+            faulted.insert(s.tid, ());
         }
 
-        // 5. Memory follows CPU: the page filter.
-        let mem_ok = |n: NodeIdx| snap.allowed.contains_idx(n) && m.node(n).has_memory();
-        let mut room: Vec<u64> = (0..nn).map(|i| snap.free_bytes.get(i).copied().unwrap_or(0) / m.page_size).collect();
-        let mut planned: BTreeMap<PageKey, NodeIdx> = BTreeMap::new();
-        for f in &faults {
-            let dst = f.cpu_node;
-            if moved.contains(&f.tid) || dst == f.mem || !mem_ok(dst) || planned.contains_key(&f.page) {
+        // 1. Placement at a task's first fault of a new scan pass (`task_numa_placement`).
+        let mut changed: Vec<Tid> = Vec::new();
+        let tids: Vec<Tid> = snap.threads.iter().map(|t| t.tid).filter(|t| faulted.contains_key(t)).collect();
+        for &tid in &tids {
+            let Some(app) = app_of(tid) else { continue };
+            let seq = self.clocks.get(&app).map_or(0, |k| k.seq);
+            let (smin, smax) = bounds(app);
+            let t = self.tasks.entry(tid).or_insert_with(|| TaskStats::new(nn, smin));
+            if t.seq == seq {
                 continue;
             }
-            let early = self.scans <= EARLY_SCANS || !preferred.contains_key(&f.tid);
-            let first = f.prev_node.is_none();
-            let ok = if early && (first || f.same_task) {
-                true
-            } else if f.prev_node.is_some_and(|p| p != dst) {
-                false
-            } else if f.same_task {
-                true
-            } else {
-                match group_of(f.tid) {
-                    None => true,
-                    Some(l) => {
-                        let (gc, gm) = (&group_cpu[&l], &group_mem[&l]);
-                        let (d, s) = (dst.ix(), f.mem.ix());
-                        gc[d] > gc[s] * ACTIVE_NODE_FRACTION || gc[d] * gm[s] * 3.0 > gc[s] * gm[d] * 4.0
-                    }
+            t.seq = seq;
+            let (shared, private) = t.merge_buffer();
+            t.period_ms = stats::next_period(t.period_ms, t.local, t.remote, shared, private, smin, smax);
+            t.local = 0;
+            t.remote = 0;
+            c.placements += 1;
+            changed.push(tid);
+        }
+        // Group fault sums after this round's merges (the kernel keeps them as running sums).
+        let mut leader_of: BTreeMap<Tid, Tid> = BTreeMap::new();
+        let mut group_faults: BTreeMap<Tid, (Vec<u64>, u64)> = BTreeMap::new();
+        for (&tid, t) in &self.tasks {
+            if !self.groups.grouped(tid) {
+                continue;
+            }
+            let l = self.groups.leader(tid);
+            leader_of.insert(tid, l);
+            let g = group_faults.entry(l).or_insert_with(|| (vec![0; nn], 0));
+            (0..nn).for_each(|n| g.0[n] += t.on(n));
+            g.1 += t.total;
+        }
+        let group_of = |tid: Tid| leader_of.get(&tid).and_then(|l| group_faults.get(l)).map(|g| (&g.0[..], g.1));
+        let mut attempt: Vec<Tid> = Vec::new();
+        for tid in changed {
+            let t = &self.tasks[&tid];
+            let Some(mut best) = t.busiest() else { continue };
+            if let Some((g, _)) = group_of(tid) {
+                let group_best = stats::argmax(g.iter().copied());
+                if group_best.is_some_and(|gb| gb != best) {
+                    let w = (0..nn).map(|n| migrate::weight_of(Some(t), group_of(tid), n) as u64);
+                    best = stats::argmax(w).unwrap_or(best);
                 }
-            };
-            if ok && room[dst.ix()] > 0 {
-                room[dst.ix()] -= 1;
-                planned.insert(f.page, dst);
+            }
+            if t.preferred != Some(best) {
+                self.tasks.get_mut(&tid).expect("placed above").preferred = Some(best);
+                attempt.push(tid);
             }
         }
-        plan.pages = planned.into_iter().map(|(page, to)| PageMove { page, to }).collect();
+        // 2. Retry towards the preferred node on a fault, once a second.
+        for &tid in &tids {
+            if self.tasks.get(&tid).is_some_and(|t| now_ns >= t.retry_ns) && !attempt.contains(&tid) {
+                attempt.push(tid);
+            }
+        }
+        let before: Vec<usize> = slots.iter().map(|s| s.node).collect();
+        for tid in attempt {
+            let Some(&i) = alive.get(&tid) else { continue };
+            let Some(t) = self.tasks.get_mut(&tid) else { continue };
+            t.retry_ns = now_ns.saturating_add(RETRY.as_nanos() as u64);
+            let Some(pref) = t.preferred else { continue };
+            if slots[i].node == pref {
+                continue;
+            }
+            let tasks = &self.tasks;
+            let weight = |u: Tid, n: usize| migrate::weight_of(tasks.get(&u), group_of(u), n);
+            let mut mach = Machine { slots: &mut slots, cpus: &cpus, cpu_ids: &cpu_ids };
+            let Some(mv) = migrate::task_numa_migrate(&mach, i, pref, &weight) else { continue };
+            migrate::apply(&mut mach, i, mv);
+            let (dst, swap) = match mv {
+                Migration::Move { node } => (node, false),
+                Migration::Swap { node, .. } => (node, true),
+            };
+            if swap {
+                c.swaps += 1;
+            } else {
+                c.moves += 1;
+            }
+            let smin = bounds(snap.threads[i].app).0;
+            let t = self.tasks.get_mut(&tid).expect("attempted");
+            t.preferred = Some(dst);
+            t.period_ms = smin;
+        }
+        let mut plan = Plan::default();
+        for (i, s) in slots.iter().enumerate() {
+            if s.node != before[i] {
+                let n = NodeIdx::from_ix(s.node);
+                let to = if self.t.pin_moves { ThreadTarget::Node(n) } else { ThreadTarget::NodeUnpinned(n) };
+                plan.threads.push(ThreadMove { tid: s.tid, to });
+            }
+        }
 
+        // 3. Every fault: cpupid, groups, statistics, and the page's fate.
+        let mem_ok =
+            |n: usize| snap.allowed.contains_idx(NodeIdx::from_ix(n)) && m.node(NodeIdx::from_ix(n)).has_memory();
+        let mut room: Vec<u64> = (0..nn).map(|i| snap.free_bytes.get(i).copied().unwrap_or(0) / ps).collect();
+        let limit = pages::RATELIMIT_BYTES / ps;
+        let mut planned: HashMap<PageKey, usize, FxBuild> = HashMap::default();
+        for s in snap.samples {
+            let Some(&i) = alive.get(&s.tid) else { continue };
+            let th = &snap.threads[i];
+            let page = s.page(ps);
+            let Some(mem) = planned.get(&page).copied().or_else(|| snap.pages.get(page).map(|n| n.ix())) else {
+                continue;
+            };
+            if mem >= nn {
+                continue;
+            }
+            let moved = slots[i].node != before[i];
+            let cpu_node = node_of(s.cpu).map_or(th.node.ix(), usize::from).min(nn - 1);
+            let remembered = if moved { slots[i].node } else { cpu_node };
+            let prev = self.last.insert(page, (s.tid, remembered as u16)).map(|(t, n)| (t, n as usize));
+            let private = prev.is_none_or(|(t, _)| t == s.tid);
+            if let Some((other, _)) = prev.filter(|_| !private) {
+                // Threads of one process always join (`task_numa_group`).
+                if app_of(other) == Some(th.app) {
+                    self.groups.join(s.tid, other);
+                }
+            }
+            let (smin, _) = bounds(th.app);
+            let t = self.tasks.entry(s.tid).or_insert_with(|| TaskStats::new(nn, smin));
+            let local = mem == cpu_node;
+            let mut counted = mem;
+            if !local && !moved && mem_ok(cpu_node) {
+                match pages::misplaced(s.tid, cpu_node, prev, t, self.t.migrate_deferred) {
+                    Ok(()) if room[cpu_node] > 0 && self.rate.take(cpu_node, s.time_ns, limit) => {
+                        room[cpu_node] -= 1;
+                        planned.insert(page, cpu_node);
+                        counted = cpu_node;
+                    }
+                    Ok(()) => c.rate_limited += 1,
+                    Err(Refused::Filter) => c.filtered += 1,
+                    Err(Refused::Deferred) => c.deferred += 1,
+                }
+            }
+            let kind = if private { PRIVATE } else { SHARED };
+            t.buffer[kind][counted] += 1;
+            if local {
+                t.local += 1;
+                c.local += 1;
+            } else {
+                t.remote += 1;
+                c.remote += 1;
+            }
+            if private {
+                c.private += 1;
+            } else {
+                c.shared += 1;
+            }
+        }
+        let mut moves: Vec<PageMove> =
+            planned.into_iter().map(|(page, n)| PageMove { page, to: NodeIdx::from_ix(n) }).collect();
+        moves.sort_unstable_by_key(|p| (p.page.app, p.page.vpn));
+        plan.pages = moves;
+
+        // 4. The scanner: passes completed during this cycle, and the next period.
+        let cycle_ns = snap.cycle.as_nanos().min(u64::MAX as u128) as u64;
+        let period_ns = (self.period.as_nanos() as u64).max(1);
+        let scan_pages = ((self.t.scan_size_mb << 20) / ps).max(1);
+        let apps: std::collections::BTreeSet<AppId> = snap.threads.iter().map(|t| t.app).collect();
+        self.clocks.retain(|a, _| apps.contains(a));
+        let mut next_ms = u64::MAX;
+        for &app in &apps {
+            let mapped = sizes.get(&app).map_or(0, |s| s.1).max(1);
+            let k = self.clocks.entry(app).or_default();
+            k.since_ns = k.since_ns.saturating_add(cycle_ns);
+            // At most one pass per cycle: the kernel's scanner stops at the end of the
+            // address space (`reset_ptenuma_scan`).
+            while k.since_ns >= period_ns {
+                k.since_ns -= period_ns;
+                k.scanned += scan_pages;
+                if k.scanned >= mapped {
+                    k.seq += 1;
+                    k.scanned = 0;
+                }
+            }
+            // The scanner runs for whichever task's period expires first (`task_tick_numa`).
+            let own = snap
+                .threads
+                .iter()
+                .filter(|t| t.app == app)
+                .filter_map(|t| self.tasks.get(&t.tid).map(|s| s.period_ms))
+                .min()
+                .unwrap_or_else(|| bounds(app).0);
+            next_ms = next_ms.min(own);
+        }
+        if next_ms != u64::MAX {
+            self.period = Duration::from_millis(next_ms.max(1));
+        }
+        plan.sampling = Some(self.request());
+
+        let groups = self.groups.count();
         let st = &mut plan.stats;
         st.insert("scan_period_ms".into(), self.period.as_millis() as f64);
-        st.insert("faults_local".into(), local as f64);
-        st.insert("faults_remote".into(), remote as f64);
-        st.insert("faults_private".into(), faults.iter().filter(|f| f.private).count() as f64);
-        st.insert("faults_shared".into(), faults.iter().filter(|f| !f.private).count() as f64);
-        st.insert("numa_groups".into(), members.len() as f64);
-        st.insert("task_moves".into(), n_moves as f64);
-        st.insert("task_swaps".into(), n_swaps as f64);
+        st.insert("faults_local".into(), c.local as f64);
+        st.insert("faults_remote".into(), c.remote as f64);
+        st.insert("faults_private".into(), c.private as f64);
+        st.insert("faults_shared".into(), c.shared as f64);
+        st.insert("numa_groups".into(), groups as f64);
+        st.insert("placements".into(), c.placements as f64);
+        st.insert("task_moves".into(), c.moves as f64);
+        st.insert("task_swaps".into(), c.swaps as f64);
         st.insert("pages_planned".into(), plan.pages.len() as f64);
+        st.insert("pages_filtered".into(), c.filtered as f64);
+        st.insert("pages_deferred".into(), c.deferred as f64);
+        st.insert("pages_rate_limited".into(), c.rate_limited as f64);
         plan
     }
 }

@@ -203,8 +203,8 @@ impl PtbParams {
             });
         }
         let p = PtbParams {
-            cycle: Duration::from_millis(s.get("cycle_ms", d.cycle.as_millis() as u64)?.clamp(10, 3_600_000)),
-            period: s.get::<u64>("period", d.period)?.max(1),
+            cycle: Duration::from_millis(s.u64_in("cycle_ms", d.cycle.as_millis() as u64, 10, 3_600_000)?),
+            period: s.u64_in("period", d.period, 1, u64::MAX)?,
             chunk_pages,
             decay: s.f64_in("decay", d.decay, 0.0, 0.99)?,
             private_share: s.f64_in("private_share", d.private_share, 0.5, 1.0)?,
@@ -216,11 +216,14 @@ impl PtbParams {
             urgent_s: s.f64_in("urgent_s", d.urgent_s, 0.0, 1e6)?,
             mlp: s.f64_in("mlp", d.mlp, 1.0, 1000.0)?,
             tolerance: s.f64_in("tolerance", d.tolerance, 0.0, 1.0)?,
-            start_cycle: Duration::from_millis(
-                s.get("start_cycle_ms", d.start_cycle.as_millis() as u64)?.clamp(1, 3_600_000),
-            ),
+            start_cycle: Duration::from_millis(s.u64_in(
+                "start_cycle_ms",
+                d.start_cycle.as_millis() as u64,
+                1,
+                3_600_000,
+            )?),
             start_cycles: s.get("start_cycles", d.start_cycles)?,
-            start_period: s.get::<u64>("start_period", d.start_period)?.max(1),
+            start_period: s.u64_in("start_period", d.start_period, 1, u64::MAX)?,
             home_confirm: s.get("home_confirm", d.home_confirm)?,
             mixed_home: s.f64_in("mixed_home", d.mixed_home, 0.0, 1e3)?,
             first_home: match s.get::<String>("first_home", "auto".into())?.as_str() {

@@ -76,9 +76,9 @@ pub struct Config {
 impl Config {
     fn read(s: &Section) -> Result<Self, PolicyError> {
         let c = Config {
-            epoch: Duration::from_millis(s.get::<u64>("epoch_ms", 100)?.max(1)),
-            sample_period: s.get::<u64>("sample_period", 4096)?.max(1),
-            min_count: s.get::<u32>("min_count", 2)?.max(1),
+            epoch: Duration::from_millis(s.u64_in("epoch_ms", 100, 1, 3_600_000)?),
+            sample_period: s.u64_in("sample_period", 4096, 1, u64::MAX)?,
+            min_count: s.u64_in("min_count", 2, 1, u64::from(u32::MAX))? as u32,
             max_age: s.get("max_age", 8)?,
             balance: s.f64_in("balance", 1.5, 1.0, 1000.0)?,
             max_pages: s.get("max_pages", 65536)?,
@@ -176,12 +176,13 @@ impl Policy for Selective {
         let mem_nodes = snap.memory_nodes();
         let share_cap = (self.cfg.balance / mem_nodes.len().max(1) as f64 * total as f64).ceil() as u64;
 
-        // Candidates: history entries touched this epoch that recur, moved whole (the union
-        // of the fragments seen so far), highest counter first, then most accessed.
+        // Candidates: history entries touched this epoch that recur, moved whole (the largest
+        // extent seen from that start), highest counter first, then most accessed.
         let mut cand: std::collections::BTreeMap<(u32, u64), Seen> = Default::default();
         for s in seen.iter().filter(|s| s.count >= self.cfg.min_count) {
             let r = s.region;
-            let Some((start, e)) = self.history.entry_at(r.app, r.start_vpn) else { continue };
+            let start = r.start_vpn;
+            let Some(e) = self.history.get(r.app, start) else { continue };
             let c = cand.entry((r.app, start)).or_insert_with(|| Seen {
                 region: InferredRegion { app: r.app, start_vpn: start, npages: e.npages, sampled_pages: 0 },
                 by_cpu_node: vec![0; nn],

@@ -181,19 +181,27 @@ pub const MAX_OBJECT_MIB: f64 = 1024.0 * 1024.0;
 impl Workload {
     /// Parse and validate a workload from TOML text; `origin` (a file name) goes into errors.
     pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
-        let w: Workload = toml::from_str(text).map_err(|e| {
+        let toml_err = |e: &toml::de::Error, field: Option<String>| {
             let msg = e.message().to_string();
             let at = e.span().map(|s| line_of(text, s.start)).map(|l| format!(" (line {l})")).unwrap_or_default();
-            SimError::workload(origin, field_of(&msg), format!("{msg}{at}"))
+            let field = field.or_else(|| field_of(&msg)).unwrap_or_else(|| "(syntax)".into());
+            SimError::workload(origin, field, format!("{msg}{at}"))
+        };
+        let de = toml::Deserializer::parse(text).map_err(|e| toml_err(&e, None))?;
+        // The path of the value that failed (`object[0].size_mib`), not just serde's message.
+        let w: Workload = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = (path != ".").then_some(path);
+            toml_err(e.inner(), field)
         })?;
         w.validate(origin)?;
         Ok(w)
     }
 
-    /// Load from a file.
+    /// Load from a file (a regular file of at most 4 MiB).
     pub fn load(path: &std::path::Path) -> Result<Workload, SimError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SimError::Io { path: path.display().to_string(), reason: e.to_string() })?;
+        let text = ptb_topology::input::read_text(path, "workload file", ptb_topology::input::cap::WORKLOAD)
+            .map_err(|e| SimError::Io { path: path.display().to_string(), reason: e.reason })?;
         Workload::parse(&text, &path.display().to_string())
     }
 
@@ -336,11 +344,11 @@ fn line_of(text: &str, byte: usize) -> usize {
 }
 
 /// Pull the field name out of a serde message such as "missing field `apki`".
-fn field_of(msg: &str) -> String {
+fn field_of(msg: &str) -> Option<String> {
     let mut it = msg.split('`');
     match (it.next(), it.next()) {
-        (Some(_), Some(f)) if !f.is_empty() && f.len() < 40 => f.to_string(),
-        _ => "(document)".into(),
+        (Some(_), Some(f)) if !f.is_empty() && f.len() < 40 => Some(f.to_string()),
+        _ => None,
     }
 }
 
@@ -351,7 +359,7 @@ pub fn resolve(arg: &str) -> Result<Workload, SimError> {
         return w;
     }
     let path = std::path::Path::new(arg);
-    if path.exists() {
+    if path.symlink_metadata().is_ok() {
         return Workload::load(path);
     }
     Err(SimError::UnknownWorkload(arg.to_string()))
@@ -404,6 +412,23 @@ access = [{ object = "a", pattern = "uniform" }]
             let e = Workload::parse(&text, "t.toml").unwrap_err().to_string();
             assert!(e.contains("t.toml") && e.contains(want), "{want}: {e}");
         }
+    }
+
+    /// A value of the wrong type was reported as ``field `(document)` ``: the field's path
+    /// is named now.
+    #[test]
+    fn a_wrong_type_names_its_field_and_line() {
+        let e = Workload::parse(&GOOD.replace("size_mib = 8", "size_mib = \"big\""), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `object[0].size_mib`") && e.contains("line 6"), "{e}");
+        assert!(!e.contains("(document)"), "{e}");
+        let e = Workload::parse("name = [", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("line 1") && !e.contains("(document)"), "{e}");
+    }
+
+    #[test]
+    fn devices_and_fifos_are_not_workload_files() {
+        let e = resolve("/dev/zero").unwrap_err().to_string();
+        assert!(e.contains("/dev/zero") && e.contains("device"), "{e}");
     }
 
     fn arb_workload() -> impl Strategy<Value = Workload> {

@@ -196,7 +196,7 @@ pub fn run(args: Args) -> Result<()> {
                 params.insert("ptb-classic", "histogram", h, "bench default");
             }
             if let Some(path) = &args.params.config {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                let text = ptb_topology::input::read_text(path, "config", ptb_topology::input::cap::CONFIG)?;
                 params.add_toml(&text, &path.display().to_string())?;
             }
             for s in &args.params.set {
