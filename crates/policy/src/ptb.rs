@@ -57,9 +57,10 @@
 //! access rate is unknown: the gate and the payback test are skipped and placement follows
 //! locality and sharing alone, still with evidence thresholds and hysteresis.
 //!
-//! Threads are left where the scheduler put them: in the simulated suite they already run
-//! one per CPU, and moving pages to threads is cheaper than the reverse for the programs
-//! whose data was placed by first touch.
+//! Threads ([`threads`]): every managed thread is pinned to a node, in contiguous blocks of
+//! (program, tid) order sized by each allowed node's CPUs, so that the scheduler cannot carry
+//! it away from its data; two threads each of whose data is on the other's node swap. A cycle
+//! that moves threads moves no pages: its evidence of who uses what predates the swap.
 
 mod chunks;
 mod closed;
@@ -67,6 +68,7 @@ mod home;
 mod model;
 mod params;
 mod spread;
+mod threads;
 
 pub use params::{PtbParams, Switch, PARAMS};
 
@@ -154,6 +156,8 @@ pub struct Ptb {
     last_demand: f64,
     /// Percent of a private chunk's pages placed on its home node ([`home`]).
     home: home::HomeShare,
+    /// The node of each managed thread, and where its data lives ([`threads`]).
+    pins: threads::ThreadPins,
 }
 
 impl Ptb {
@@ -169,6 +173,7 @@ impl Ptb {
             cycles: 0,
             quick_start: true,
             home: Default::default(),
+            pins: Default::default(),
         }
     }
 
@@ -206,7 +211,8 @@ impl Policy for Ptb {
             None => AllocPolicy::Interleave(nodes),
             Some(w) => AllocPolicy::Weighted(w),
         };
-        StartPlan { alloc, threads: vec![] }
+        let threads = if self.p.pin_threads { self.pins.start(ctx.machine, ctx.allowed, ctx.threads) } else { vec![] };
+        StartPlan { alloc, threads }
     }
 
     fn sampling(&self) -> SamplingRequest {
@@ -215,6 +221,9 @@ impl Policy for Ptb {
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {
         let mut plan = Plan::default();
+        if self.p.pin_threads {
+            plan.threads = self.pins.observe(snap, self.p.decay);
+        }
         let mem_nodes = snap.memory_nodes();
         if mem_nodes.len() < 2 || snap.threads.is_empty() {
             plan.stats.insert("single_memory_node".into(), 1.0);
@@ -234,6 +243,15 @@ impl Policy for Ptb {
             plan.stats.insert("gated_compute_bound".into(), 1.0);
             self.after_cycle(&mut plan, 0, demand.share);
             return plan;
+        }
+        if self.p.pin_threads {
+            let swaps = self.pins.swaps(snap.allowed, self.p.private_share);
+            if !swaps.is_empty() {
+                plan.stats.insert("thread_swaps".into(), (swaps.len() / 2) as f64);
+                plan.threads.extend(swaps);
+                self.after_cycle(&mut plan, 1, demand.share);
+                return plan;
+            }
         }
         let moves = self.choose_moves(snap, &demand, period, &mem_nodes, unpriced, &mut plan.stats);
         let n_moves = moves.len();

@@ -76,6 +76,11 @@ pub const PARAMS: &[ParamDoc] = &[
         default: "3",
         doc: "cycles of averaged predictions needed before the home share (the part of each private chunk on its node, the rest spread evenly) may change",
     },
+    ParamDoc {
+        key: "pin_threads",
+        default: "true",
+        doc: "pin each thread to a node (blocks of neighbouring threads, sized by each node's CPUs; two threads whose data is on each other's node swap); false leaves threads to the scheduler",
+    },
     ParamDoc { key: "quiet_after", default: "3", doc: "cycles without moves before sampling slows down 4x" },
 ];
 
@@ -114,6 +119,8 @@ pub struct PtbParams {
     pub mixed_home: f64,
     /// Home share of a private chunk's first move off a hot spot (`None`: auto).
     pub first_home: Option<u8>,
+    /// Pin threads to nodes ([`super::threads`]).
+    pub pin_threads: bool,
 }
 
 impl Default for PtbParams {
@@ -142,6 +149,7 @@ impl Default for PtbParams {
             spread_at_start: Switch::Auto,
             home_moves: Switch::Auto,
             link_aware: Switch::Auto,
+            pin_threads: true,
         }
     }
 }
@@ -230,6 +238,7 @@ impl PtbParams {
                 }
             },
             quiet_after: s.get("quiet_after", d.quiet_after)?,
+            pin_threads: s.get("pin_threads", d.pin_threads)?,
             spread_at_start: Switch::parse(&s.get::<String>("spread_at_start", "auto".into())?, "spread_at_start")?,
             home_moves: Switch::parse(&s.get::<String>("home_moves", "auto".into())?, "home_moves")?,
             link_aware: Switch::parse(&s.get::<String>("link_aware", "auto".into())?, "link_aware")?,

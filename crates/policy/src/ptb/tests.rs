@@ -162,6 +162,8 @@ fn compute_bound_programs_are_left_alone() {
     let w = world(2048, 0);
     let s = all_shared(2);
     let mut p = Ptb::new(PtbParams::default());
+    // Threads are pinned at start (as every driver calls it); the cycles then move nothing.
+    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
     let plans = run_cycles(&mut p, &w, &s, 16, 4);
     assert!(plans.iter().all(|p| p.is_empty()));
     assert!(plans.iter().all(|p| p.stats.contains_key("gated_compute_bound")));
@@ -244,6 +246,7 @@ fn single_memory_node_is_nothing_to_place() {
     w.regions[0].resident = vec![64];
     let s = all_shared(100);
     let mut p = Ptb::new(PtbParams::default());
+    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
     assert!(p.decide(&snap(&w, &s, 8192)).is_empty());
 }
 
@@ -511,4 +514,118 @@ fn quick_cycles_return_when_most_chunks_change_users() {
     ptb.decide(&snap(&w, &shared, 8192));
     assert!(ptb.table.shifted_share() > PHASE_SHIFT, "{}", ptb.table.shifted_share());
     assert_eq!(ptb.sampling().cycle, p.start_cycle, "the new phase gets quick cycles");
+}
+
+fn thread(m: &Machine, tid: u32, app: u32, cpu: u32) -> ThreadState {
+    let c = CpuId(cpu);
+    ThreadState { tid, app, cpu: c, node: m.node_of_cpu(c).unwrap(), group: m.group_of_cpu(c).unwrap(), affinity: None }
+}
+
+/// The node each thread of a start plan is pinned to, in tid order.
+fn start_pins(m: &Machine, allowed: &NodeSet, threads: &[ThreadState], p: PtbParams) -> Vec<(u32, u16)> {
+    let sp = Ptb::new(p).start(&StartContext { machine: m, allowed, threads });
+    let mut v: Vec<(u32, u16)> = sp
+        .threads
+        .iter()
+        .map(|t| match t.to {
+            crate::plan::ThreadTarget::Node(n) => (t.tid, n.0),
+            other => panic!("ptb pins to nodes, got {other:?}"),
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn start_pins_threads_in_blocks_of_neighbours_over_every_allowed_node_with_cpus() {
+    let m = synthetic("nodes=4,cpus=4,memonly=1").unwrap();
+    // Fork balancing interleaved the threads over the nodes; ptb pins blocks of neighbours.
+    let threads: Vec<_> = (0..16u32).map(|i| thread(&m, 100 + i, 0, (i % 4) * 4 + i / 4)).collect();
+    let pins = start_pins(&m, &m.all_nodes(), &threads, PtbParams::default());
+    let want: Vec<(u32, u16)> = (0..16u32).map(|i| (100 + i, (i / 4) as u16)).collect();
+    assert_eq!(pins, want, "the CPU-less node 4 gets no thread");
+    // --nodes 1,2: only those nodes' CPUs, 8 threads each.
+    let allowed = NodeSet::from_iter([1u32, 2]);
+    let pins = start_pins(&m, &allowed, &threads, PtbParams::default());
+    assert!(pins.iter().take(8).all(|p| p.1 == 1) && pins.iter().skip(8).all(|p| p.1 == 2), "{pins:?}");
+    // Fewer threads than CPUs: spread over every controller, 2 per node.
+    let pins = start_pins(&m, &m.all_nodes(), &threads[..8], PtbParams::default());
+    assert_eq!(pins.iter().map(|p| p.1).collect::<Vec<_>>(), vec![0, 0, 1, 1, 2, 2, 3, 3]);
+    // Off: threads are left to the scheduler.
+    assert!(
+        start_pins(&m, &m.all_nodes(), &threads, PtbParams { pin_threads: false, ..PtbParams::default() }).is_empty()
+    );
+    // No allowed node with CPUs (only the memory node): nothing to pin.
+    assert!(start_pins(&m, &NodeSet::from_iter([4u32]), &threads, PtbParams::default()).is_empty());
+}
+
+#[test]
+fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_not_pinned() {
+    let m = synthetic("nodes=4,cpus=4").unwrap();
+    let mut threads: Vec<_> = (0..8u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
+    threads.extend((0..8u32).map(|i| thread(&m, 300 + i, 0, 8 + i)));
+    let pins = start_pins(&m, &m.all_nodes(), &threads, PtbParams::default());
+    for (tid, node) in pins {
+        let app1 = tid < 300;
+        assert_eq!(node >= 2, app1, "program 0 (tids 300..) on nodes 0-1, program 1 on 2-3: {tid} on {node}");
+    }
+    // More threads than CPUs together: left to the scheduler.
+    let mut threads: Vec<_> = (0..16u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
+    threads.extend((0..16u32).map(|i| thread(&m, 300 + i, 0, i)));
+    assert!(start_pins(&m, &m.all_nodes(), &threads, PtbParams::default()).is_empty());
+}
+
+#[test]
+fn two_threads_each_away_from_its_data_swap_and_no_pages_move_that_cycle() {
+    // Pages of chunk 0 on node 0, chunk 1 on node 1 (one region, residency per page).
+    let mut w = world(1024, 0);
+    for v in 512..1024 {
+        w.pages.insert(PageKey { app: 0, vpn: v }, NodeIdx(1));
+    }
+    w.regions[0].resident = vec![512, 512, 0, 0];
+    let mut p = Ptb::new(PtbParams::default());
+    let sp = p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
+    assert_eq!(sp.threads.len(), 16);
+    // Thread 100 (CPU 0, node 0) uses chunk 1's pages; thread 104 (CPU 4, node 1) chunk 0's;
+    // thread 108 (node 2) uses chunk 1's too but nobody on node 1 wants node 2: it stays.
+    let mut s = Vec::new();
+    for i in 0..1000u64 {
+        s.push(sample(0, 512 + i % 512));
+        s.push(sample(4, i % 512));
+        s.push(sample(8, 512 + (i * 7) % 512));
+    }
+    let plan = p.decide(&snap(&w, &s, 8192));
+    let moved: Vec<_> = plan.threads.iter().map(|t| (t.tid, t.to)).collect();
+    use crate::plan::ThreadTarget::Node;
+    assert_eq!(moved, vec![(100, Node(NodeIdx(1))), (104, Node(NodeIdx(0)))]);
+    assert!(plan.ranges.is_empty() && plan.pages.is_empty(), "a cycle that moves threads moves no pages");
+    assert_eq!(plan.stats.get("thread_swaps"), Some(&1.0));
+    validate_plan(&plan, &snap(&w, &s, 8192)).unwrap();
+    // Without pins nothing moves threads.
+    let mut off = Ptb::new(PtbParams { pin_threads: false, ..PtbParams::default() });
+    assert!(off.decide(&snap(&w, &s, 8192)).threads.is_empty());
+}
+
+#[test]
+fn threads_first_seen_in_a_cycle_are_pinned_where_a_cpu_is_free_and_never_on_a_cpu_less_node() {
+    let m = synthetic("nodes=2,cpus=2,memonly=1").unwrap();
+    let mut w = world(512, 0);
+    w.m = m.clone();
+    w.allowed = m.all_nodes();
+    w.free = vec![1 << 34; 3];
+    w.regions[0].resident = vec![512, 0, 0];
+    // Three threads on node 0's two CPUs and one on node 1.
+    w.threads = vec![thread(&m, 100, 0, 0), thread(&m, 101, 0, 1), thread(&m, 102, 0, 1), thread(&m, 103, 0, 2)];
+    let mut p = Ptb::new(PtbParams::default());
+    let plan = p.decide(&snap(&w, &[], 8192));
+    use crate::plan::ThreadTarget::Node;
+    let mut got: Vec<_> = plan.threads.iter().map(|t| (t.tid, t.to)).collect();
+    got.sort_by_key(|x| x.0);
+    assert_eq!(
+        got,
+        vec![(100, Node(NodeIdx(0))), (101, Node(NodeIdx(0))), (102, Node(NodeIdx(1))), (103, Node(NodeIdx(1)))]
+    );
+    validate_plan(&plan, &snap(&w, &[], 8192)).unwrap();
+    // Pinned threads are not pinned again.
+    assert!(p.decide(&snap(&w, &[], 8192)).threads.is_empty());
 }
