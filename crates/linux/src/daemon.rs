@@ -513,6 +513,13 @@ pub fn run(
         say!("{label}: time is up; leaving the targets running");
     } else {
         say!("{label}: every target has exited");
+        // The identity check can see a launched child gone before `try_wait` saw it exit:
+        // reap it now (our own child, so its pid names nobody else) to keep its status.
+        for t in targets.iter_mut() {
+            if let (Some(c), None) = (&mut t.child, child_status) {
+                child_status = c.wait().ok();
+            }
+        }
     }
     let left = ids.alive().len() as u64;
     let restored = match &mut act {
