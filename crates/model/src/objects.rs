@@ -79,6 +79,41 @@ fn clusters(vpns: &[u64]) -> Vec<(u64, u64)> {
     out
 }
 
+/// Most pages between two unnamed objects that are still one object.
+const TOUCH_PAGES: u64 = 16;
+
+/// Unnamed memory (anonymous mappings, clusters of samples outside every recorded mapping)
+/// that touches: one object. A program that re-protects parts of a buffer (as NUMA hinting
+/// scans do) shows it as fragments that change between placement records, so some samples
+/// fall where no record had a mapping; the kernel merges touching anonymous mappings with
+/// equal flags, so the program cannot tell them apart either. `objs` sorted by start.
+fn merge_touching(objs: Vec<ObjectSpan>, notes: &mut Vec<String>) -> Vec<ObjectSpan> {
+    let unnamed = |o: &ObjectSpan| o.name.starts_with("anon@") || o.name.starts_with("mem@");
+    let mut out: Vec<ObjectSpan> = Vec::with_capacity(objs.len());
+    let mut best: Vec<usize> = Vec::new();
+    for o in objs {
+        if let Some(prev) = out.last_mut() {
+            let end = prev.start_vpn.saturating_add(prev.npages);
+            if unnamed(prev) && unnamed(&o) && o.start_vpn >= end && o.start_vpn - end <= TOUCH_PAGES {
+                notes.push(format!("{} and {} touch: one object", prev.name, o.name));
+                let top = best.last_mut().expect("one per object");
+                if o.samples > *top {
+                    *top = o.samples;
+                    prev.region = o.region.or(prev.region);
+                }
+                prev.npages = o.start_vpn.saturating_add(o.npages) - prev.start_vpn;
+                prev.mapping_pages = prev.npages;
+                prev.samples += o.samples;
+                prev.name = format!("anon@{}", prev.name.split('@').nth(1).unwrap_or("0"));
+                continue;
+            }
+        }
+        best.push(o.samples);
+        out.push(o);
+    }
+    out
+}
+
 /// The objects of a recording, sorted by start; `notes` gets what was trimmed or left out.
 pub fn find(rec: &Recording, notes: &mut Vec<String>) -> Vec<ObjectSpan> {
     let ps = rec.page_size.max(1);
@@ -152,6 +187,7 @@ pub fn find(rec: &Recording, notes: &mut Vec<String>) -> Vec<ObjectSpan> {
         ));
     }
     out.sort_by_key(|o| o.start_vpn);
+    let mut out = merge_touching(out, notes);
     // Trim objects whose samples sit in a small part of them.
     for o in &mut out {
         let mut pos: Vec<u64> = rec.samples.iter().filter_map(|s| o.page_of(s.vpn)).collect();
@@ -204,6 +240,29 @@ pub fn find(rec: &Recording, notes: &mut Vec<String>) -> Vec<ObjectSpan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn span(name: &str, start: u64, npages: u64, samples: usize, region: Option<usize>) -> ObjectSpan {
+        ObjectSpan { name: name.into(), start_vpn: start, npages, samples, region, mapping_pages: npages }
+    }
+
+    #[test]
+    fn touching_unnamed_fragments_are_one_object_and_named_ones_stay_apart() {
+        let mut notes = vec![];
+        let objs = vec![
+            span("anon@1000", 1, 100, 50, Some(0)),
+            span("mem@65000", 101, 8, 5, None),
+            span("anon@6e000", 110, 30, 90, Some(1)),
+            span("libc.so@200000", 140, 10, 40, Some(2)),
+            span("anon@300000", 300, 10, 40, Some(3)),
+        ];
+        let o = merge_touching(objs, &mut notes);
+        assert_eq!(o.len(), 3, "{o:?}");
+        assert_eq!((o[0].start_vpn, o[0].npages, o[0].samples, o[0].region), (1, 139, 145, Some(1)));
+        assert!(o[0].name.starts_with("anon@"));
+        assert_eq!(o[1].name, "libc.so@200000");
+        assert_eq!(o[2].start_vpn, 300, "a gap of more than {TOUCH_PAGES} pages keeps objects apart");
+        assert_eq!(notes.len(), 2);
+    }
     use crate::recording::{RecRegion, RecSample};
     use ptb_profile::SampleKind;
 
