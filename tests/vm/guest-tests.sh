@@ -36,7 +36,7 @@ even_spread() {
           print "spread over " n " nodes, " t " pages"; }'
 }
 # wait_start FILE: until the test program has initialised its buffer (it prints `TESTAPP start`)
-wait_start() { i=0; while ! grep -q '^TESTAPP start' "$1" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
+wait_start() { i=0; while ! grep -q '^TESTAPP start' "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done; }
 affinities() { for s in /proc/$1/task/*/status; do awk '/Cpus_allowed_list/{print $2}' $s; done | tr '\n' ' '; }
 # settle PID ERRFILE STOPFILE: pause placement of PID (`ptb roi end`), wait until ptb says the
 # cycle in flight is over (`placement paused`; at most 60 s), then let the program stop and
