@@ -79,10 +79,11 @@ impl ClassicTable {
     }
 }
 
-impl Histogram for ClassicTable {
-    fn record(&mut self, s: &Sample) {
+impl ClassicTable {
+    /// Sample `s` lands in `slot`: the slot takes its page (a conflict when another page held
+    /// it) and its CPU's counter grows.
+    fn count(&mut self, slot: usize, s: &Sample) {
         let page = PageKey { app: s.app, vpn: s.addr >> self.page_shift };
-        let slot = self.slot_of(page);
         match self.tags[slot] {
             Some(p) if p == page => {}
             Some(_) => {
@@ -94,10 +95,16 @@ impl Histogram for ClassicTable {
                 self.used.push(slot as u32);
             }
         }
-        let cpu = s.cpu.0 as usize % self.cpu_slots;
-        let c = &mut self.counts[slot * self.cpu_slots + cpu];
+        let c = &mut self.counts[slot * self.cpu_slots + s.cpu.0 as usize % self.cpu_slots];
         *c = c.saturating_add(1);
-        self.owner[cpu] = Some(s.tid);
+    }
+}
+
+impl Histogram for ClassicTable {
+    fn record(&mut self, s: &Sample) {
+        let slot = self.slot_of(PageKey { app: s.app, vpn: s.addr >> self.page_shift });
+        self.count(slot, s);
+        self.owner[s.cpu.0 as usize % self.cpu_slots] = Some(s.tid);
         self.samples += 1;
     }
 
@@ -138,22 +145,7 @@ impl Histogram for ClassicTable {
                 continue;
             }
             for &i in &order[a..b] {
-                let s = &samples[i as usize];
-                let page = PageKey { app: s.app, vpn: s.addr >> self.page_shift };
-                match self.tags[slot] {
-                    Some(p) if p == page => {}
-                    Some(_) => {
-                        self.collisions += 1;
-                        self.tags[slot] = Some(page);
-                    }
-                    None => {
-                        self.tags[slot] = Some(page);
-                        self.used.push(slot as u32);
-                    }
-                }
-                let cpu = s.cpu.0 as usize % self.cpu_slots;
-                let c = &mut self.counts[slot * self.cpu_slots + cpu];
-                *c = c.saturating_add(1);
+                self.count(slot, &samples[i as usize]);
             }
         }
         self.samples += samples.len() as u64;
