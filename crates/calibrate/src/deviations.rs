@@ -33,11 +33,11 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "npb-lu-interleave",
-        "lu initialises its data in parallel in the workload model, so its pages are already evenly spread (25% on the top node; published 38%) and interleave has nothing to even out; which of lu's arrays the real program initialises serially is not known",
+        "the NPB 3.3 OpenMP source first-touches every LU array in parallel loops over k-planes (setbv, setiv, erhs; static schedule), nothing serially, so the model's pages are evenly spread (25% on the top node) and interleave has nothing to even out; the published 38% node is not explained by the source (hypothesis, not checked: the study's maps count sampled memory operations, cache hits included, by the page's node, so small hot data first touched by the master thread weighs in). Besides, the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under every placement",
     ),
     (
         "npb-map-lu-default-top-node",
-        "same cause as npb-lu-interleave: the model's lu spreads all its data by parallel first touch",
+        "same cause as npb-lu-interleave: the NPB source first-touches all of lu's arrays in parallel by k-planes, so the model spreads them evenly",
     ),
     (
         "npb-map-cg-default-local",
@@ -49,7 +49,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "npb-map-lu-balancing-local",
-        "the model's balancer makes lu 82% local where the kernel reached 43%: lu's pages are spread evenly and its threads move at the calibrated rate, so every page's accesses come mostly from one node and the two-stage filter lets them through; hypothesis, not checked: the real lu shares more data between neighbouring threads than the model's. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x",
+        "with lu's access pattern from the NPB source (pages first touched by k-planes; the triangular sweeps and rhs's zeta fluxes, three quarters of the work, run over j-blocks of every plane, so each page has one sweeping thread and one plane owner) the model's balancer moves each page to its sweeping thread and reaches 71% local where the kernel reached 43%. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x (measured before lu's sweeps were modelled)",
     ),
     (
         "ptb-table-conflicts",
@@ -73,7 +73,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "npb-lu-balancing",
-        "same cause as npb-lu-interleave (hypothesis): with lu's pages already spread evenly by parallel first touch the model's default has no overloaded controller for balancing to relieve; the published 10% gain may come from the 38% of lu's pages on one node that the model lacks",
+        "the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under the default, whose pages are already evenly spread by parallel first touch, so neither moving pages towards their users nor spreading them can make it faster; the real lu gained 10% with 43% local accesses, so it was not held by the controllers (a lower memory intensity than the model's apki 10 is a hypothesis, not checked)",
     ),
     (
         "asymsched-near-best-streamcluster",
