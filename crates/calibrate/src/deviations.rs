@@ -75,14 +75,6 @@ pub const KNOWN: &[(&str, &str)] = &[
         "npb-lu-balancing",
         "the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under the default, whose pages are already evenly spread by parallel first touch, so neither moving pages towards their users nor spreading them can make it faster; the real lu gained 10% with 43% local accesses, so it was not held by the controllers (a lower memory intensity than the model's apki 10 is a hypothesis, not checked)",
     ),
-    (
-        "asymsched-near-best-streamcluster",
-        "the world's run is too short for a policy that decides once a second: with 24 threads streamcluster runs 2.93 s on its best static 3-node subset ({1,6,7}; {0,1,7} 2.93 s), and even an oracle that at the first decision (1 s) pins the threads on {0,1,7} and interleaves all 100,352 pages there at once ends at 3.63 s, 24% behind (the item asks 10%). AsymSched picks {0,1,7} by its link-aware score, waits one more second because moving 400 MB (0.086 s predicted) exceeds 5% of the 1 s run so far (the paper's budget), then moves the sampled pages: 4.69 s. The published programs ran 15 s or more",
-    ),
-    (
-        "asymsched-near-best-pca",
-        "as asymsched-near-best-streamcluster: pca runs 3.53 s on its best subset {2,4,5}, an oracle placing it there at the first decision (1 s) 4.08 s (15% behind), AsymSched 4.83 s",
-    ),
 ];
 
 /// The cause of a known deviation, if `id` is one.
