@@ -40,14 +40,6 @@ pub const KNOWN: &[(&str, &str)] = &[
         "same cause as npb-lu-interleave: the NPB source first-touches all of lu's arrays in parallel by k-planes, so the model spreads them evenly",
     ),
     (
-        "npb-map-cg-default-local",
-        "with every page on one node, a quarter of the threads are local; the model's local threads make more DRAM accesses per second than remote ones (31% local), the real ones fewer (19%); why (cycle-mode IBS tagging stalled remote ops more often is a hypothesis) is not settled",
-    ),
-    (
-        "npb-map-mg-default-local",
-        "same as npb-map-cg-default-local (29% simulated, 21% published)",
-    ),
-    (
         "npb-map-lu-balancing-local",
         "with lu's access pattern from the NPB source (pages first touched by k-planes; the triangular sweeps and rhs's zeta fluxes, three quarters of the work, run over j-blocks of every plane, so each page has one sweeping thread and one plane owner) the model's balancer moves each page to its sweeping thread and reaches 71% local where the kernel reached 43%. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x (measured before lu's sweeps were modelled)",
     ),
