@@ -112,6 +112,9 @@ pub struct TaskStat {
 
 /// PF_KTHREAD from include/linux/sched.h.
 pub const PF_KTHREAD: u64 = 0x0020_0000;
+/// PF_EXITING from include/linux/sched.h: set by do_exit before the task lets go of its
+/// memory, so a process whose main task has it may be tearing its mappings down.
+pub const PF_EXITING: u64 = 0x0000_0004;
 
 fn hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s, 16).ok()
