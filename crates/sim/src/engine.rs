@@ -9,7 +9,6 @@
 use crate::error::SimError;
 use crate::run::Run;
 use ptb_policy::{validate_plan, Actuator, PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
-use ptb_profile::MemLevel;
 use std::time::{Duration, Instant};
 
 /// A stall longer than this takes the thread out of the contention solve until only this much
@@ -156,14 +155,21 @@ impl Run<'_> {
             let streaming = self.streaming_threads();
             let mut moved_shares = false;
             for &t in &streaming {
-                let old = self.threads[t].pieces.clone();
+                let mut old = std::mem::take(&mut self.prev_pieces);
+                old.clone_from(&self.threads[t].pieces);
                 self.build_pieces(t);
-                if self.threads[t].pieces != old && !self.dirty {
-                    let (fr, fw) = (self.threads[t].f_read.clone(), self.threads[t].f_write.clone());
+                let changed = self.threads[t].pieces != old;
+                self.prev_pieces = old;
+                if changed && !self.dirty {
+                    let mut prev = std::mem::take(&mut self.prev_shares);
+                    prev.clear();
+                    prev.extend_from_slice(&self.threads[t].f_read);
+                    prev.extend_from_slice(&self.threads[t].f_write);
                     self.build_demand(t);
                     let rt = &self.threads[t];
-                    let diff = fr.iter().zip(&rt.f_read).chain(fw.iter().zip(&rt.f_write)).map(|(a, b)| (a - b).abs());
+                    let diff = prev.iter().zip(rt.f_read.iter().chain(&rt.f_write)).map(|(a, b)| (a - b).abs());
                     moved_shares |= diff.fold(0.0, f64::max) > SHARE_STEP;
+                    self.prev_shares = prev;
                 }
             }
             if self.dirty || moved_shares {
@@ -199,21 +205,19 @@ impl Run<'_> {
             // Threads that finish their phase work or end a long stall within a few ms of the
             // first one do so in the same step: each such event changes everyone's contention,
             // and one solve per thread would cost far more than the ms of precision it buys.
-            let ends: Vec<f64> = self
-                .threads
-                .iter()
-                .filter(|r| r.working)
-                .filter_map(|rt| {
+            let now = self.now_ns;
+            let ends = || {
+                self.threads.iter().filter(|r| r.working).filter_map(move |rt| {
                     if rt.parked {
-                        Some(self.now_ns + (rt.stall_ns - STALL_EVENT_NS).max(0.0))
+                        Some(now + (rt.stall_ns - STALL_EVENT_NS).max(0.0))
                     } else if rt.rate.instr_per_ns > 0.0 {
-                        Some(self.now_ns + rt.stall_ns + rt.remaining / rt.rate.instr_per_ns)
+                        Some(now + rt.stall_ns + rt.remaining / rt.rate.instr_per_ns)
                     } else {
                         None
                     }
                 })
-                .collect();
-            if let Some(first) = ends.iter().copied().reduce(f64::min) {
+            };
+            if let Some(first) = ends().reduce(f64::min) {
                 if first < t1 {
                     let phase_start = self
                         .apps
@@ -222,7 +226,7 @@ impl Run<'_> {
                         .map(|a| a.phase_started_ns)
                         .fold(self.now_ns, f64::min);
                     let window = first + MERGE_NS.max(MERGE_SHARE * (first - phase_start));
-                    t1 = ends.iter().copied().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
+                    t1 = ends().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
                 }
             }
             let t1 = t1.max(self.now_ns + 1.0);
@@ -367,20 +371,9 @@ impl Run<'_> {
         }
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        // DRAM samples become local or remote from where their page lives (the sampler leaves
-        // that open: pages move only between cycles). The policy looks pages up in the run's own
-        // page tables, only those it asks for.
-        for s in self.samples.iter_mut() {
-            let Some(lvl @ (MemLevel::LocalDram | MemLevel::RemoteDram)) = s.level() else { continue };
-            let key = s.page(ps);
-            let Some((o, p)) = l.find_page(key.app as usize, key.vpn) else { continue };
-            let Some(n) = self.objs[o].get(p) else { continue };
-            let local = self.sim.cpu_pos(s.cpu).is_some_and(|c| self.sim.cpu_node[c] == n);
-            let want = if local { MemLevel::LocalDram } else { MemLevel::RemoteDram };
-            if want != lvl {
-                s.data_src = Some(ptb_profile::datasrc::encode(want, s.kind == ptb_profile::SampleKind::Store));
-            }
-        }
+        // DRAM samples say local or remote already (the sampler looks where their page lives:
+        // pages move only here, after the samples of a cycle are consumed). The policy looks
+        // pages up in the run's own page tables, only those it asks for.
         let pages = SimPages { layout: l, objs: &self.objs };
         let regions: Vec<Region> = l
             .objects

@@ -88,6 +88,12 @@ pub(crate) struct Run<'a> {
     pub bg_vec: Vec<f64>,
     /// Scratch space for demand building (one slot per resource, kept zeroed).
     pub scratch: Vec<f64>,
+    /// Scratch: a node histogram, and a thread's previous pieces and node shares (reused so
+    /// the per-step paths do not allocate).
+    pub hist: Vec<u64>,
+    pub touched: Vec<u32>,
+    pub prev_pieces: Vec<Piece>,
+    pub prev_shares: Vec<f64>,
     pub solver: Solver,
     pub dirty: bool,
     pub rng: ChaCha8Rng,
@@ -160,6 +166,10 @@ impl<'a> Run<'a> {
             background: vec![],
             bg_vec: vec![0.0; nr],
             scratch: vec![0.0; nr],
+            hist: vec![0; nn],
+            touched: vec![],
+            prev_pieces: vec![],
+            prev_shares: vec![],
             solver: Solver::new(nr),
             dirty: true,
             rng,

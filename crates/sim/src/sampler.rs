@@ -36,10 +36,15 @@ use ptb_profile::datasrc::{encode, MemLevel};
 use ptb_profile::{Sample, SampleKind, SampledEvent};
 use rand::Rng;
 
-/// Pick a piece by weight (`write` selects the write weights); `x` uniform in [0, 1).
-fn pick(pieces: &[Piece], write: bool, x: f64) -> Option<&Piece> {
+/// Total read (`write` false) or write weight of the pieces.
+fn total_weight(pieces: &[Piece], write: bool) -> f64 {
+    pieces.iter().map(|p| if write { p.w_write } else { p.w_read }).sum()
+}
+
+/// Pick a piece by weight (`write` selects the write weights, whose sum is `total`, see
+/// [`total_weight`]); `x` uniform in [0, 1).
+fn pick(pieces: &[Piece], write: bool, x: f64, total: f64) -> Option<&Piece> {
     let w = |p: &Piece| if write { p.w_write } else { p.w_read };
-    let total: f64 = pieces.iter().map(w).sum();
     if total <= 0.0 {
         return None;
     }
@@ -147,23 +152,41 @@ impl Run<'_> {
                 continue;
             }
             let cpu = self.sim.cpus[rt.cpu_pos];
+            let node = self.sim.cpu_node[rt.cpu_pos];
             let latency = Some(stall_latency_ns(&rt.demand, &rt.rate) as f32);
             let step = run_ns / take as f64;
             let t0 = t0 + (dt - run_ns);
+            let totals = [total_weight(&rt.pieces, false), total_weight(&rt.pieces, true)];
+            self.samples.reserve(take as usize);
             for i in 0..take {
                 let rng = &mut self.fast_rng;
                 let dram = dr.dram >= 1.0 || rng.random::<f64>() < dr.dram;
                 let write = dr.writes > 0.0 && rng.random::<f64>() < dr.writes;
-                let Some(p) = pick(&rt.pieces, write, rng.random::<f64>()).or_else(|| pick(&rt.pieces, !write, 0.5))
+                let Some(p) = pick(&rt.pieces, write, rng.random::<f64>(), totals[usize::from(write)])
+                    .or_else(|| pick(&rt.pieces, !write, 0.5, totals[usize::from(!write)]))
                 else {
                     break;
                 };
                 let page = p.start + rng.random_range(0..(p.end - p.start).max(1));
                 let o = &l.objects[p.obj];
                 let addr = (o.start_vpn + page as u64) * ps + rng.random_range(0..lines_per_page) * line;
-                // Local or remote is settled when the cycle looks up where the page lives
-                // (pages move only between cycles), from the sample's CPU.
-                let level = if dram { MemLevel::LocalDram } else { MemLevel::Cache };
+                // Local or remote from where the page lives now (pages move only in a cycle's
+                // plan, after which this cycle's samples are drawn) and the sample's CPU; a
+                // page not yet placed counts as local.
+                let level = if !dram {
+                    MemLevel::Cache
+                } else {
+                    let at = if page < o.npages {
+                        self.objs[p.obj].get(page)
+                    } else {
+                        l.find_page(th.app, addr / ps).and_then(|(o, i)| self.objs[o].get(i))
+                    };
+                    if at.is_some_and(|n| n != node) {
+                        MemLevel::RemoteDram
+                    } else {
+                        MemLevel::LocalDram
+                    }
+                };
                 self.acc.samples_dram += u64::from(dram);
                 self.samples.push(Sample {
                     app: th.app as u32,
