@@ -8,6 +8,7 @@
 
 use crate::error::SimError;
 use crate::run::Run;
+use crate::sim::Simulation;
 use ptb_policy::{validate_plan, Actuator, PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
 use std::time::{Duration, Instant};
 
@@ -116,8 +117,47 @@ impl Run<'_> {
         }
     }
 
-    /// Run to the end. `policy` is called every cycle when given.
-    pub(crate) fn drive(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
+    /// Run to the end. `policy` is called every cycle when given. With
+    /// [`crate::SimOptions::sampler_thread`] and address sampling, samples are drawn on a second
+    /// thread ([`crate::drawer`]); the results are the same either way.
+    pub(crate) fn drive(&mut self, policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
+        let threaded = self.sim.opts.sampler_thread && matches!(self.sampling.mode, SamplingMode::Address { .. });
+        let crate::drawer::Sampler::Inline(drawer) =
+            std::mem::replace(&mut self.sampler, crate::drawer::Sampler::Moving)
+        else {
+            return Err(SimError::Options("the sampler is already running".into()));
+        };
+        if !threaded {
+            self.sampler = crate::drawer::Sampler::Inline(drawer);
+            let r = self.steps_to_end(policy);
+            self.collect_samples();
+            return r;
+        }
+        let sim: &Simulation = self.sim;
+        std::thread::scope(|s| {
+            let (tx, drawer_rx) = std::sync::mpsc::channel();
+            let (drawer_tx, rx) = std::sync::mpsc::channel();
+            let (ps, line) = (sim.machine.page_size, sim.machine.line_size);
+            let worker = s.spawn(move || crate::drawer::serve(drawer, &sim.layout, ps, line, drawer_rx, drawer_tx));
+            self.sampler = crate::drawer::Sampler::Thread { tx, rx };
+            // A panic (a policy's) must still end the thread, or the scope would wait for ever.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let r = self.steps_to_end(policy);
+                self.collect_samples();
+                r
+            }));
+            // Dropping the channel ends the thread, which gives the drawer back.
+            self.sampler = crate::drawer::Sampler::Moving;
+            let drawer = worker.join();
+            let r = r.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            self.sampler =
+                crate::drawer::Sampler::Inline(drawer.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            r
+        })
+    }
+
+    /// The step loop of [`Self::drive`].
+    fn steps_to_end(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
         let opts = &self.sim.opts;
         let stream_step = opts.max_step_ms * 1e6;
         let max_ns = opts.max_sim_s * 1e9;
@@ -273,6 +313,7 @@ impl Run<'_> {
             }
             if self.now_ns >= next_cycle - 1e-3 {
                 if let Some(p) = policy.as_deref_mut() {
+                    self.collect_samples();
                     self.cycle(p, Duration::from_nanos(cycle_ns(&self.sampling) as u64))?;
                     next_cycle = self.now_ns + cycle_ns(&self.sampling);
                 }

@@ -44,8 +44,11 @@ pub fn backing(o: &ObjectLayout, page_size: u64) -> HugeBacking {
 /// The block `[start, end)` (page indices in the object) holding page `p`, when it is a whole
 /// huge page.
 pub(crate) fn block_of(o: &ObjectLayout, p: usize, page_size: u64) -> Option<(usize, usize)> {
+    if !o.huge_pages {
+        return None;
+    }
     let n = pages_per_huge(page_size) as usize;
-    if !o.huge_pages || n == 0 {
+    if n == 0 {
         return None;
     }
     // Objects start on a huge-page boundary (layout), so blocks are aligned in the object.

@@ -45,6 +45,10 @@ pub struct SimOptions {
     /// Perturb the simulator's hidden constants with this seed ([`crate::perturb`]): the world
     /// then differs from what the machine file (all a policy sees) says by up to +-30%.
     pub perturb: Option<u64>,
+    /// Draw address samples on a second thread ([`crate::drawer`]): a run under a sampling
+    /// policy then finishes sooner on a machine with a spare core. The results are the same.
+    #[serde(default)]
+    pub sampler_thread: bool,
 }
 
 impl Default for SimOptions {
@@ -61,6 +65,7 @@ impl Default for SimOptions {
             model: ModelParams::default(),
             linux_migrations_per_s: crate::sched::DEFAULT_MIGRATIONS_PER_S,
             perturb: None,
+            sampler_thread: false,
         }
     }
 }
