@@ -17,7 +17,7 @@
 //! allocated), `ENOMEM` (destination full).
 
 use crate::run::{Background, Run};
-use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
+use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, SampleControl, SamplingRequest, ThreadTarget};
 use std::collections::BTreeMap;
 
 pub(crate) struct SimActuator<'r, 'a> {
@@ -37,6 +37,13 @@ impl Actuator for SimActuator<'_, '_> {
 
     fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
         Ok(self.run.apply_plan(plan))
+    }
+}
+
+/// The simulator samples exactly as asked: the cycle length, the mode and its period.
+impl SampleControl for SimActuator<'_, '_> {
+    fn set_sampling(&mut self, req: SamplingRequest) {
+        self.run.set_sampling(req);
     }
 }
 

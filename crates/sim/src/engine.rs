@@ -9,7 +9,7 @@
 use crate::error::SimError;
 use crate::run::Run;
 use crate::sim::Simulation;
-use ptb_policy::{validate_plan, Actuator, PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
+use ptb_policy::{PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
 use std::time::{Duration, Instant};
 
 /// A stall longer than this takes the thread out of the contention solve until only this much
@@ -404,7 +404,7 @@ impl Run<'_> {
         self.acc.sim_ns += dt;
     }
 
-    /// One policy cycle: snapshot, decide (timed), validate, apply.
+    /// One policy cycle: snapshot, then the shared cycle step (decide, validate, apply, sampling).
     fn cycle(&mut self, policy: &mut dyn Policy, cycle: Duration) -> Result<(), SimError> {
         let threads = self.thread_states();
         if threads.is_empty() {
@@ -438,35 +438,29 @@ impl Run<'_> {
             }
             _ => 0,
         };
-        let snap = Snapshot {
-            machine: &self.sim.machine,
-            allowed: &self.sim.allowed,
-            now: Duration::from_nanos(self.now_ns as u64),
-            cycle,
-            threads: &threads,
-            samples: &self.samples,
-            sampling: self.sampling.mode,
-            sampling_period: period,
-            pages: &pages,
-            regions: &regions,
-            free_bytes: &free,
-        };
+        let snap = Snapshot::new(&self.sim.machine, &self.sim.allowed, &threads, &free)
+            .at(Duration::from_nanos(self.now_ns as u64), cycle)
+            .with_samples(&self.samples, self.sampling.mode, period)
+            .with_memory(&pages, &regions);
+        // The shared cycle (ptb_policy::cycle): decide (timed) and check here, then apply and
+        // take the sampling request once the snapshot's borrows of the run are over.
         let started = Instant::now();
-        let plan = policy.decide(&snap);
-        let took = started.elapsed();
+        let decision = ptb_policy::cycle::decide(policy, &snap, &mut || started.elapsed());
+        let took = decision.decide_time;
         self.acc.decision_ns += took.as_nanos() as f64;
         self.acc.cycles += 1;
-        validate_plan(&plan, &snap).map_err(|e| SimError::InvalidPlan {
-            policy: policy.name(),
-            cycle: self.acc.cycles,
-            time_s: self.now_ns / 1e9,
-            reason: e.to_string(),
-        })?;
-        for (k, v) in &plan.stats {
+        if let Some(e) = &decision.refused {
+            return Err(SimError::InvalidPlan {
+                policy: policy.name(),
+                cycle: self.acc.cycles,
+                time_s: self.now_ns / 1e9,
+                reason: e.to_string(),
+            });
+        }
+        for (k, v) in &decision.plan.stats {
             *self.acc.policy_stats.entry(k.clone()).or_default() += v;
         }
-        let mut act = crate::actuator::SimActuator { run: self };
-        let _ = act.apply(&plan);
+        decision.carry_out(&mut crate::actuator::SimActuator { run: self });
         if self.sim.opts.charge_decision {
             let ns = took.as_nanos() as f64;
             if let Some(t) =
@@ -476,9 +470,6 @@ impl Run<'_> {
                 self.acc.decision_charged_ns += ns;
                 self.dirty = true;
             }
-        }
-        if let Some(s) = plan.sampling {
-            self.set_sampling(s);
         }
         self.acc.samples_dropped += self.samples_dropped_cycle;
         self.samples.clear();

@@ -9,13 +9,11 @@ use crate::model::ModelParams;
 use crate::run::Run;
 use crate::workload::Workload;
 use ptb_policy::{
-    validate_plan, AllocPolicy, PageLocations, Params, Plan, Policy, PolicyKind, PolicySpec, Snapshot, StartContext,
-    ThreadTarget,
+    validate_plan, AllocPolicy, Params, Plan, Policy, PolicyKind, PolicySpec, Snapshot, StartContext, ThreadTarget,
 };
 use ptb_topology::{CpuId, Machine, NodeIdx, NodeSet};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Options of a simulation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -371,23 +369,11 @@ impl Simulation {
         Ok(run.result(&name))
     }
 
-    fn check(&self, run: &Run, plan: &Plan) -> Result<(), String> {
+    /// Check a plan made before the run starts (a start plan, a static placement).
+    pub(crate) fn check(&self, run: &Run, plan: &Plan) -> Result<(), String> {
         let threads = run.thread_states();
         let free = run.free_bytes();
-        let pages = PageLocations::new();
-        let snap = Snapshot {
-            machine: &self.machine,
-            allowed: &self.allowed,
-            now: Duration::ZERO,
-            cycle: Duration::ZERO,
-            threads: &threads,
-            samples: &[],
-            sampling: ptb_policy::SamplingMode::None,
-            sampling_period: 0,
-            pages: &pages,
-            regions: &[],
-            free_bytes: &free,
-        };
+        let snap = Snapshot::new(&self.machine, &self.allowed, &threads, &free);
         validate_plan(plan, &snap).map_err(|e| e.to_string())
     }
 
