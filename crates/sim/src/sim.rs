@@ -43,6 +43,10 @@ pub struct SimOptions {
     /// Perturb the simulator's hidden constants with this seed ([`crate::perturb`]): the world
     /// then differs from what the machine file (all a policy sees) says by up to +-30%.
     pub perturb: Option<u64>,
+    /// Draw address samples on a second thread ([`crate::drawer`]): a run under a sampling
+    /// policy then finishes sooner on a machine with a spare core. The results are the same.
+    #[serde(default)]
+    pub sampler_thread: bool,
 }
 
 impl Default for SimOptions {
@@ -59,6 +63,7 @@ impl Default for SimOptions {
             model: ModelParams::default(),
             linux_migrations_per_s: crate::sched::DEFAULT_MIGRATIONS_PER_S,
             perturb: None,
+            sampler_thread: false,
         }
     }
 }
@@ -108,8 +113,14 @@ pub struct Simulation {
     /// What migrations and samples really cost in this world (the machine's costs, perturbed
     /// with `--perturb`); policies see the machine's own.
     pub(crate) costs: ptb_topology::MigrationCosts,
+    /// Position of each CPU id in `cpus` (`u32::MAX`: none), for ids below [`CPU_POS_TABLE`].
+    cpu_pos_of: Vec<u32>,
     reference: Mutex<Option<RunResult>>,
 }
+
+/// CPU ids up to this are looked up in a table (every sample's CPU is); larger ids, which only
+/// a sparse machine file has, by binary search.
+const CPU_POS_TABLE: usize = 1 << 16;
 
 impl Simulation {
     /// Set up a simulation. Fails on a machine the simulator cannot use, a bad node list or
@@ -179,6 +190,13 @@ impl Simulation {
         }
         let cpu_nodes: Vec<usize> = (0..machine.n_nodes()).filter(|&n| !node_cpu_pos[n].is_empty()).collect();
         let layout = Layout::build(&workloads, per_cpu, opts.threads, opts.duration_scale, machine.page_size)?;
+        let table = cpus.iter().map(|c| c.0 as usize + 1).filter(|&n| n <= CPU_POS_TABLE).max().unwrap_or(0);
+        let mut cpu_pos_of = vec![u32::MAX; table];
+        for (pos, c) in cpus.iter().enumerate() {
+            if let Some(slot) = cpu_pos_of.get_mut(c.0 as usize) {
+                *slot = pos as u32;
+            }
+        }
         Ok(Simulation {
             machine,
             sm,
@@ -194,6 +212,7 @@ impl Simulation {
             node_cpu_pos,
             allowed_cpu_pos,
             costs,
+            cpu_pos_of,
             reference: Mutex::new(None),
         })
     }
@@ -237,7 +256,10 @@ impl Simulation {
     }
 
     pub(crate) fn cpu_pos(&self, c: CpuId) -> Option<usize> {
-        self.cpus.binary_search(&c).ok()
+        match self.cpu_pos_of.get(c.0 as usize) {
+            Some(&p) => (p != u32::MAX).then_some(p as usize),
+            None => self.cpus.binary_search(&c).ok(),
+        }
     }
 
     pub(crate) fn is_mem_allowed(&self, n: usize) -> bool {
