@@ -72,8 +72,8 @@ fn the_service_takes_what_its_rules_select_and_lets_go() {
             .spawn()
             .unwrap(),
     );
-    let mut sleeper = Reap(std::process::Command::new(&sleep).arg("30").spawn().unwrap());
-    let tail = Reap(std::process::Command::new(&tail).args(["-f", "/dev/null"]).spawn().unwrap());
+    let mut sleeper = Reap(spawn_copied(std::process::Command::new(&sleep).arg("30")));
+    let tail = Reap(spawn_copied(std::process::Command::new(&tail).args(["-f", "/dev/null"])));
     let (sleeper_pid, tail_pid) = (sleeper.0.id() as u64, tail.0.id() as u64);
     wait_for("the service to take the sleeper", Duration::from_secs(30), || managed(&run).contains(&sleeper_pid));
     let v = status(&run);
@@ -104,6 +104,21 @@ fn the_service_takes_what_its_rules_select_and_lets_go() {
     assert!(!text.contains("panicked"), "{text}");
     assert!(text.contains("let go of pid"), "{text}");
     drop(tail);
+}
+
+/// Spawns a program copied by this test. Another test thread may fork while the copy's
+/// write descriptor is open; the child holds it until it execs, and exec of the copy fails
+/// with ETXTBSY meanwhile (seen in CI). The window is short: try again for a while.
+fn spawn_copied(cmd: &mut std::process::Command) -> std::process::Child {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
 }
 
 /// The path of a program on PATH.
@@ -164,7 +179,7 @@ fn on_one_node_the_service_moves_nothing() {
     )
     .unwrap();
     let log = d.path().join("daemon.err");
-    let mut sleeper = Reap(std::process::Command::new(&sleep).arg("30").spawn().unwrap());
+    let mut sleeper = Reap(spawn_copied(std::process::Command::new(&sleep).arg("30")));
     let pid = sleeper.0.id();
     let before = affinity(pid);
     let daemon = Reap(
