@@ -304,6 +304,15 @@ impl<'a> Run<'a> {
                 let t = app.first_thread + obj.initialisers[i];
                 let (s, e) = slice(obj.npages, k, i);
                 let (home, group) = (self.node_of(t), self.group_of(t));
+                // First touch of a fresh slice on a node with room: every page goes home at once.
+                if pattern.is_empty()
+                    && self.used_pages[home] + (e - s) as u64 <= self.cap_pages[home]
+                    && self.sim.is_mem_allowed(home)
+                    && self.objs[o].fill(s, e, home)
+                {
+                    self.used_pages[home] += (e - s) as u64;
+                    continue;
+                }
                 for p in s..e {
                     let want = if pattern.is_empty() {
                         home
