@@ -103,6 +103,8 @@ pub(crate) struct Run<'a> {
     /// hand the drawing thread next.
     pub samples_drawn: usize,
     pub spare_samples: Vec<Sample>,
+    /// Sample jobs not yet handed to the drawer.
+    pub batch: crate::drawer::Batch,
     pub acc: Accum,
     /// Steps taken and contention solves made (for the speed benchmark).
     pub steps: u64,
@@ -182,6 +184,7 @@ impl<'a> Run<'a> {
             sampler,
             samples_drawn: 0,
             spare_samples: vec![],
+            batch: Default::default(),
             acc: Accum::new(nn, nr, l.apps.len()),
             steps: 0,
             solves: 0,

@@ -103,6 +103,8 @@ pub fn run(args: Args) -> Result<()> {
                 threads: args.threads,
                 nodes: nodes.clone(),
                 charge_decision: args.charge_decision,
+                // Runs go one after another here: a spare core draws the samples (same results).
+                sampler_thread: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
                 ..SimOptions::default()
             };
             args.world.apply(&mut opts);
