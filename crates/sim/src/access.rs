@@ -2,7 +2,7 @@
 //! ([`Piece`]s), the resulting share of its reads and writes per memory node, and its demand
 //! profile for the contention solver.
 
-use crate::layout::slice;
+use crate::layout::{slice, transposed};
 use crate::run::{Piece, Run};
 use crate::solver::Demand;
 use crate::workload::Pattern;
@@ -68,6 +68,10 @@ impl Run<'_> {
                     Pattern::AllToAll => {
                         push((0, np), w, 0.0);
                         push(slice(np, n, j), 0.0, w);
+                    }
+                    Pattern::Transposed => {
+                        let share = w / n.max(1) as f64;
+                        transposed(np, n, j).into_iter().for_each(|r| push(r, share, share));
                     }
                 }
             }

@@ -378,6 +378,7 @@ impl Run<'_> {
                 for n in 0..nn {
                     let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
                     self.acc.access[node * nn + n] += lines * share;
+                    self.acc.access_time[node * nn + n] += run * share;
                 }
                 self.acc.app_lines[app] += lines;
             }
