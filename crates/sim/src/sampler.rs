@@ -29,6 +29,9 @@
 //! cycle; the rest are counted as dropped and the snapshot's `sampling_period` grows to say what
 //! one kept sample stands for. Samples come per thread in time order, thread after thread, as a
 //! daemon draining one ring buffer per thread delivers them.
+//!
+//! Counts, costs and what each thread's samples may be are decided here, on the run's thread;
+//! the samples themselves are drawn by [`crate::drawer`] (on that thread, or on a second one).
 
 use crate::drawer::{total_weight, yields, HandedOver, Job, Sampler, ToDrawer};
 use crate::run::Run;
