@@ -42,6 +42,11 @@ pub struct PageTable {
 pub struct NodeReader(Arc<[AtomicU8]>);
 
 impl NodeReader {
+    /// The node byte of page `p` (in range): a node, or [`UNALLOCATED`].
+    pub fn raw(&self, p: usize) -> u8 {
+        self.0[p].load(Relaxed)
+    }
+
     /// Node of page `p`, or `None` when unallocated or out of range.
     pub fn get(&self, p: usize) -> Option<usize> {
         match self.0.get(p)?.load(Relaxed) {
