@@ -181,12 +181,23 @@ impl Run<'_> {
                     sm.write_res(g, n).iter().for_each(|&x| add(x, wr));
                 }
             }
-            touched.sort_unstable();
-            coeffs.extend(touched.iter().map(|&x| {
-                let c = scratch[x as usize];
-                scratch[x as usize] = 0.0;
-                (x, c)
-            }));
+            // In resource order: sort the touched list, or, when it holds a good share of all
+            // resources, read them off the scratch array (same list, no sort).
+            if touched.len() * 4 >= scratch.len() {
+                for (x, c) in scratch.iter_mut().enumerate() {
+                    if *c != 0.0 {
+                        coeffs.push((x as u32, *c));
+                        *c = 0.0;
+                    }
+                }
+            } else {
+                touched.sort_unstable();
+                coeffs.extend(touched.iter().map(|&x| {
+                    let c = scratch[x as usize];
+                    scratch[x as usize] = 0.0;
+                    (x, c)
+                }));
+            }
             let m = if tr + tw > 0.0 { ph.m } else { 0.0 };
             d = Demand {
                 l0: if m > 0.0 { l0 } else { 0.0 },

@@ -15,7 +15,7 @@
 //! with or without the second thread.
 
 use crate::layout::Layout;
-use crate::pages::NodeReader;
+use crate::pages::{NodeReader, UNALLOCATED};
 use crate::run::Piece;
 use ptb_profile::datasrc::{encode, MemLevel};
 use ptb_profile::{Sample, SampleKind};
@@ -107,6 +107,9 @@ impl Drawer {
         let ps = page_size;
         let lines_per_page = (ps / line_size.max(1)).max(1);
         let line = ps / lines_per_page;
+        // Data source word of a sample: by store, then cache / local DRAM / remote DRAM.
+        let data_src = [false, true]
+            .map(|store| [MemLevel::Cache, MemLevel::LocalDram, MemLevel::RemoteDram].map(|l| encode(l, store)));
         for job in &batch.jobs {
             let pieces = &batch.pieces[job.pieces.clone()];
             let totals = job.totals;
@@ -126,19 +129,19 @@ impl Drawer {
                 // Local or remote from where the page lives now (pages move only in a cycle's
                 // plan, before which the samples drawn so far are handed over) and the sample's
                 // CPU; a page not yet placed counts as local.
+                // The data source is picked from a table, not by branching on the node read: a
+                // branch on it would hold up every sample until that read (often a cache miss)
+                // completes.
                 let level = if !dram {
-                    MemLevel::Cache
+                    0
                 } else {
                     let at = if page < o.npages {
-                        self.nodes[p.obj].get(page)
+                        self.nodes[p.obj].raw(page)
                     } else {
-                        l.find_page(job.app as usize, addr / ps).and_then(|(o, i)| self.nodes[o].get(i))
+                        let at = l.find_page(job.app as usize, addr / ps).and_then(|(o, i)| self.nodes[o].get(i));
+                        at.map_or(UNALLOCATED, |n| n as u8)
                     };
-                    if at.is_some_and(|n| n != job.node) {
-                        MemLevel::RemoteDram
-                    } else {
-                        MemLevel::LocalDram
-                    }
+                    1 + usize::from((at != UNALLOCATED) & (at as usize != job.node))
                 };
                 self.dram += u64::from(dram);
                 self.samples.push(Sample {
@@ -148,7 +151,7 @@ impl Drawer {
                     addr,
                     kind: if write { SampleKind::Store } else { SampleKind::Load },
                     time_ns: (job.t0 + (i as f64 + 0.5) * job.step) as u64,
-                    data_src: Some(encode(level, write)),
+                    data_src: Some(data_src[usize::from(write)][level]),
                     latency_ns: if dram { job.latency } else { None },
                     phys: None,
                 });

@@ -103,6 +103,8 @@ pub(crate) struct Run<'a> {
     /// hand the drawing thread next.
     pub samples_drawn: usize,
     pub spare_samples: Vec<Sample>,
+    /// Sample jobs not yet handed to the drawer.
+    pub batch: crate::drawer::Batch,
     pub acc: Accum,
     /// Steps taken and contention solves made (for the speed benchmark).
     pub steps: u64,
@@ -182,6 +184,7 @@ impl<'a> Run<'a> {
             sampler,
             samples_drawn: 0,
             spare_samples: vec![],
+            batch: Default::default(),
             acc: Accum::new(nn, nr, l.apps.len()),
             steps: 0,
             solves: 0,
@@ -304,6 +307,15 @@ impl<'a> Run<'a> {
                 let t = app.first_thread + obj.initialisers[i];
                 let (s, e) = slice(obj.npages, k, i);
                 let (home, group) = (self.node_of(t), self.group_of(t));
+                // First touch of a fresh slice on a node with room: every page goes home at once.
+                if pattern.is_empty()
+                    && self.used_pages[home] + (e - s) as u64 <= self.cap_pages[home]
+                    && self.sim.is_mem_allowed(home)
+                    && self.objs[o].fill(s, e, home)
+                {
+                    self.used_pages[home] += (e - s) as u64;
+                    continue;
+                }
                 for p in s..e {
                     let want = if pattern.is_empty() {
                         home

@@ -29,8 +29,11 @@
 //! cycle; the rest are counted as dropped and the snapshot's `sampling_period` grows to say what
 //! one kept sample stands for. Samples come per thread in time order, thread after thread, as a
 //! daemon draining one ring buffer per thread delivers them.
+//!
+//! Counts, costs and what each thread's samples may be are decided here, on the run's thread;
+//! the samples themselves are drawn by [`crate::drawer`] (on that thread, or on a second one).
 
-use crate::drawer::{total_weight, yields, Batch, HandedOver, Job, Sampler, ToDrawer};
+use crate::drawer::{total_weight, yields, HandedOver, Job, Sampler, ToDrawer};
 use crate::run::Run;
 use crate::solver::{Demand, Rate};
 use ptb_profile::SampledEvent;
@@ -44,6 +47,9 @@ pub(crate) fn stall_latency_ns(d: &Demand, r: &Rate) -> f64 {
     }
     (d.mlp * (d.speed / r.lines_per_ns - 1.0 / (d.ips * d.m))).max(r.latency_ns)
 }
+
+/// Samples handed to the drawing thread at a time (fewer hand-offs, fewer wake-ups).
+const SEND_SAMPLES: u64 = 4096;
 
 /// Core clock of a machine whose model does not give one, GHz (cycle-counting samplers only).
 pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
@@ -98,7 +104,7 @@ impl Run<'_> {
         let cap = self.sim.opts.max_samples_per_cycle;
         let period = period.max(1) as f64;
         let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
-        let mut batch = Batch::default();
+        let mut batch = std::mem::take(&mut self.batch);
         for t in 0..self.threads.len() {
             let rt = &mut self.threads[t];
             let run_ns = (dt - rt.stall_ns.min(dt)).min(if rt.rate.instr_per_ns > 0.0 {
@@ -147,19 +153,26 @@ impl Run<'_> {
             });
             self.acc.samples += take;
         }
-        if !batch.jobs.is_empty() {
-            self.draw_samples(batch);
-        }
+        self.batch = batch;
+        self.draw_samples(false);
     }
 
-    /// Draw a batch (on the drawing thread when there is one).
-    fn draw_samples(&mut self, batch: Batch) {
+    /// Draw the jobs of `self.batch`: at once on the run's thread; on the drawing thread once
+    /// they add up to [`SEND_SAMPLES`] samples (each hand-off wakes that thread) or `now`.
+    fn draw_samples(&mut self, now: bool) {
         let m = &self.sim.machine;
         match &mut self.sampler {
-            Sampler::Inline(d) => d.draw(&self.sim.layout, m.page_size, m.line_size, &batch),
+            Sampler::Inline(d) => {
+                d.draw(&self.sim.layout, m.page_size, m.line_size, &self.batch);
+                self.batch.jobs.clear();
+                self.batch.pieces.clear();
+            }
             Sampler::Thread { tx, .. } => {
-                // The thread ends only when the run drops its channel.
-                let _ = tx.send(ToDrawer::Batch(batch));
+                let pending: u64 = self.batch.jobs.iter().map(|j| j.take).sum();
+                if pending > 0 && (now || pending >= SEND_SAMPLES) {
+                    // The thread ends only when the run drops its channel.
+                    let _ = tx.send(ToDrawer::Batch(std::mem::take(&mut self.batch)));
+                }
             }
             Sampler::Moving => {}
         }
@@ -168,6 +181,7 @@ impl Run<'_> {
     /// Take the samples drawn so far into `self.samples` (before a policy looks at them, and
     /// before pages move).
     pub(crate) fn collect_samples(&mut self) {
+        self.draw_samples(true);
         let got = match &mut self.sampler {
             Sampler::Inline(d) => {
                 Some(HandedOver { samples: std::mem::take(&mut d.samples), dram: std::mem::take(&mut d.dram) })

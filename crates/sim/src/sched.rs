@@ -41,7 +41,6 @@
 //! a node are not modelled (they cost cache contents only, not locality).
 
 use crate::run::Run;
-use ptb_topology::NodeIdx;
 use rand::Rng;
 
 /// Cross-node migrations per second of an unpinned thread under the default (see the module
@@ -132,7 +131,7 @@ impl Run<'_> {
 
     /// Whether thread `t` may run on CPU position `pos` (its affinity, within the allowed nodes).
     fn may_run_on(&self, t: usize, pos: usize) -> bool {
-        if !self.sim.allowed.contains_idx(NodeIdx::from_ix(self.sim.cpu_node[pos])) {
+        if !self.sim.cpu_allowed[pos] {
             return false;
         }
         match &self.threads[t].affinity {

@@ -108,8 +108,9 @@ pub struct Simulation {
     /// Allowed nodes with CPUs (dense, ascending), and the CPU positions of every node.
     pub(crate) cpu_nodes: Vec<usize>,
     pub(crate) node_cpu_pos: Vec<Vec<usize>>,
-    /// CPU positions of the allowed nodes, ascending.
+    /// CPU positions of the allowed nodes, ascending, and whether each CPU position is one.
     pub(crate) allowed_cpu_pos: Vec<usize>,
+    pub(crate) cpu_allowed: Vec<bool>,
     /// What migrations and samples really cost in this world (the machine's costs, perturbed
     /// with `--perturb`); policies see the machine's own.
     pub(crate) costs: ptb_topology::MigrationCosts,
@@ -191,6 +192,10 @@ impl Simulation {
         let cpu_nodes: Vec<usize> = (0..machine.n_nodes()).filter(|&n| !node_cpu_pos[n].is_empty()).collect();
         let layout = Layout::build(&workloads, per_cpu, opts.threads, opts.duration_scale, machine.page_size)?;
         let table = cpus.iter().map(|c| c.0 as usize + 1).filter(|&n| n <= CPU_POS_TABLE).max().unwrap_or(0);
+        let mut cpu_allowed = vec![false; cpus.len()];
+        for &p in &allowed_cpu_pos {
+            cpu_allowed[p] = true;
+        }
         let mut cpu_pos_of = vec![u32::MAX; table];
         for (pos, c) in cpus.iter().enumerate() {
             if let Some(slot) = cpu_pos_of.get_mut(c.0 as usize) {
@@ -211,6 +216,7 @@ impl Simulation {
             cpu_nodes,
             node_cpu_pos,
             allowed_cpu_pos,
+            cpu_allowed,
             costs,
             cpu_pos_of,
             reference: Mutex::new(None),

@@ -39,47 +39,67 @@ struct Class {
     ips: f64,
     m: f64,
     mlp: f64,
-    /// Its entries in `Flat::lat`, then in `Flat::load`.
-    lat: (u32, u32),
+    /// Its entries in `Flat::load`.
     load: (u32, u32),
 }
+
+/// Classes whose latency sums run side by side (independent sums keep the CPU's adders busy;
+/// each sum still adds its own terms in its own order, so every result is what one sum at a
+/// time gives, bit for bit).
+const LANES: usize = 4;
 
 /// The demands of a solve laid out flat (one pass over contiguous arrays per iteration),
 /// kept between solves so a solve allocates nothing once they have grown.
 #[derive(Clone, Debug, Default)]
 struct Flat {
     classes: Vec<Class>,
-    /// (resource, crossing share) of each class, resources whose delay can be non-zero only:
-    /// a resource with no service time always has `q = 0`, and adding `c * 0` to a latency
-    /// changes nothing, so the latency sum skips it.
-    lat: Vec<(u32, f64)>,
+    /// Latency terms, [`LANES`] classes at a time: row `k` of a group holds the `k`-th
+    /// (resource, crossing share) of each of its classes, the shorter lists padded with
+    /// `(0, 0.0)` (adding `0 * q` to a sum of non-negative terms changes nothing). Only
+    /// resources whose delay can be non-zero are listed: one with no service time always has
+    /// `q = 0`.
+    lat: Vec<[(u32, f64); LANES]>,
+    /// Rows of `lat` of each group of classes.
+    groups: Vec<(u32, u32)>,
     /// (resource, bytes each line of the class puts on it: share x line size x threads in
     /// class), every resource.
     load: Vec<(u32, f64)>,
+    /// Scratch: latency terms of one group, one list per lane.
+    lanes: [Vec<(u32, f64)>; LANES],
 }
 
 impl Flat {
     fn fill(&mut self, demands: &[&Demand], mult: &[f64], line: f64, service: &[f64]) {
         self.classes.clear();
         self.lat.clear();
+        self.groups.clear();
         self.load.clear();
         for (d, k) in demands.iter().zip(mult) {
-            let (l0, n0) = (self.lat.len() as u32, self.load.len() as u32);
-            for &(r, c) in &d.coeffs {
-                if service.get(r as usize).is_none_or(|&s| s != 0.0) {
-                    self.lat.push((r, c));
-                }
-                self.load.push((r, c * line * k));
-            }
+            let n0 = self.load.len() as u32;
+            self.load.extend(d.coeffs.iter().map(|&(r, c)| (r, c * line * k)));
             self.classes.push(Class {
                 l0: d.l0,
                 speed: d.speed,
                 ips: d.ips,
                 m: d.m,
                 mlp: d.mlp.max(1e-6),
-                lat: (l0, self.lat.len() as u32),
                 load: (n0, self.load.len() as u32),
             });
+        }
+        for group in demands.chunks(LANES) {
+            for (lane, d) in self.lanes.iter_mut().zip(group.iter().map(Some).chain(std::iter::repeat(None))) {
+                lane.clear();
+                let Some(d) = d else { continue };
+                lane.extend(
+                    d.coeffs.iter().copied().filter(|&(r, _)| service.get(r as usize).is_none_or(|&s| s != 0.0)),
+                );
+            }
+            let rows = self.lanes.iter().map(Vec::len).max().unwrap_or(0);
+            let first = self.lat.len() as u32;
+            for k in 0..rows {
+                self.lat.push(std::array::from_fn(|j| self.lanes[j].get(k).copied().unwrap_or((0, 0.0))));
+            }
+            self.groups.push((first, self.lat.len() as u32));
         }
     }
 }
@@ -127,13 +147,16 @@ pub struct Rate {
 pub struct Solver {
     pub u: Vec<f64>,
     step: Vec<f64>,
-    last_sign: Vec<i8>,
+    /// Sign of each resource's last correction: -1, 0 or 1 (as a float, so the update loop
+    /// runs on one type).
+    last_sign: Vec<f64>,
     q: Vec<f64>,
     demand: Vec<f64>,
     /// Iterations of the last solve.
     pub last_iterations: usize,
     /// Scratch of a solve (kept so solves do not allocate).
     flat: Flat,
+    lat: Vec<f64>,
     fp: Vec<u64>,
     order: Vec<usize>,
     class_of: Vec<usize>,
@@ -146,11 +169,12 @@ impl Solver {
         Solver {
             u: vec![0.0; n_resources],
             step: vec![0.5; n_resources],
-            last_sign: vec![0; n_resources],
+            last_sign: vec![0.0; n_resources],
             q: vec![0.0; n_resources],
             demand: vec![0.0; n_resources],
             last_iterations: 0,
             flat: Flat::default(),
+            lat: vec![],
             fp: vec![],
             order: vec![],
             class_of: vec![],
@@ -229,24 +253,28 @@ impl Solver {
             iters = it + 1;
             self.compute(&flat, res, steep, background, p, &mut rates);
             let mut worst: f64 = 0.0;
-            for r in 0..nr {
-                let target = (self.demand[r] / capacity[r]).min(p.u_max);
-                let diff = target - self.u[r];
+            let per_resource =
+                self.demand.iter().zip(capacity).zip(&mut self.u).zip(&mut self.step).zip(&mut self.last_sign);
+            for ((((&demand, &capacity), u), step), last_sign) in per_resource {
+                let target = (demand / capacity).min(p.u_max);
+                let diff = target - *u;
                 worst = worst.max(diff.abs());
-                let sign = if diff > 0.0 {
-                    1
-                } else if diff < 0.0 {
-                    -1
+                let sign = f64::from(u8::from(diff > 0.0)) - f64::from(u8::from(diff < 0.0));
+                // Halve the step when the correction changes sign, grow it while it keeps its
+                // sign (written as selects: the signs near convergence defy branch prediction).
+                let halved = (*step * 0.5).max(1e-4);
+                let grown = (*step * 1.2).min(1.0);
+                let flipped = sign != 0.0 && sign == -*last_sign;
+                let kept = sign == *last_sign;
+                *step = if flipped {
+                    halved
+                } else if kept {
+                    grown
                 } else {
-                    0
+                    *step
                 };
-                if sign != 0 && sign == -self.last_sign[r] {
-                    self.step[r] = (self.step[r] * 0.5).max(1e-4);
-                } else if sign == self.last_sign[r] {
-                    self.step[r] = (self.step[r] * 1.2).min(1.0);
-                }
-                self.last_sign[r] = sign;
-                self.u[r] = (self.u[r] + self.step[r] * diff).clamp(0.0, p.u_max);
+                *last_sign = sign;
+                *u = (*u + *step * diff).clamp(0.0, p.u_max);
             }
             if worst < p.tolerance {
                 break;
@@ -310,13 +338,22 @@ impl Solver {
         }
         self.demand.copy_from_slice(background);
         let q = &self.q;
-        for (c, rate) in f.classes.iter().zip(rates.iter_mut()) {
+        let lat = &mut self.lat;
+        lat.clear();
+        for (classes, &(a, b)) in f.classes.chunks(LANES).zip(&f.groups) {
+            let mut acc: [f64; LANES] = std::array::from_fn(|j| classes.get(j).map_or(0.0, |c| c.l0));
+            for row in &f.lat[a as usize..b as usize] {
+                for (acc, &(r, x)) in acc.iter_mut().zip(row) {
+                    *acc += x * q[r as usize];
+                }
+            }
+            lat.extend_from_slice(&acc[..classes.len()]);
+        }
+        for ((c, rate), &lat) in f.classes.iter().zip(rates.iter_mut()).zip(lat.iter()) {
             if c.speed <= 0.0 || c.ips <= 0.0 {
                 *rate = Rate::default();
                 continue;
             }
-            let lat =
-                f.lat[c.lat.0 as usize..c.lat.1 as usize].iter().fold(c.l0, |acc, &(r, x)| acc + x * q[r as usize]);
             let m = c.m;
             let cpi = 1.0 / c.ips + if m > 0.0 { m * lat / c.mlp } else { 0.0 };
             let instr = c.speed / cpi;

@@ -34,6 +34,10 @@ pub struct Args {
     /// Charge the measured policy decision time to the run (results then vary run to run).
     #[arg(long)]
     charge_decision: bool,
+    /// Draw address samples on a second thread (same results; faster only where a core is
+    /// free and waking a thread is cheap, see `ptb bench sim`).
+    #[arg(long)]
+    sampler_thread: bool,
     #[command(flatten)]
     params: ParamArgs,
     /// Also print each run's node x node access map (row: node of the accessing CPU,
@@ -103,6 +107,7 @@ pub fn run(args: Args) -> Result<()> {
                 threads: args.threads,
                 nodes: nodes.clone(),
                 charge_decision: args.charge_decision,
+                sampler_thread: args.sampler_thread,
                 ..SimOptions::default()
             };
             args.world.apply(&mut opts);
