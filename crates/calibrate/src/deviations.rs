@@ -13,43 +13,35 @@
 pub const KNOWN: &[(&str, &str)] = &[
     (
         "npb-mg-interleave",
-        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (4.8 GB/s a node, derived), so a program whose pages sit on one node is held by that one controller under the default and by all four once they are spread: the gain is close to 4x whenever the program can demand more than the four give, and at 150 ns the models demand canneal 35, cg 79, mg 49-91 and fluidanimate 8-38 GB/s (by phase). A per-core limit on outstanding misses does not change that: the hardware's (Bulldozer: 23 outstanding L2 misses per two-core module) is above the suite's mlp (1.5-6) and never binds, and 64 threads keep one 4.8 GB/s controller saturated at any limit above ~0.3 lines per thread. A per-die limit (Little's law) fitted to the thesis' one-die interleaved 3.2 GB/s (6-8 lines) lowers the gains only to 3.4-3.7x, moves the one-die sweep's peak to 5-25% remote (published 60-70%) and collapses AsymSched's node-subset spreads on the same processor (largest 130% -> 21%, published 237%), so it was not adopted. The published gains (cg 3.78x, mg 2.84x, canneal ~2x) need mg and canneal to be less memory-bound under interleave than their models; their intensities (apki, ips, mlp) are not published",
     ),
     (
         "npb-mg-balancing",
-        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (4.8 GB/s a node, derived), so a program whose pages sit on one node is held by that one controller under the default and by all four once they are spread: the gain is close to 4x whenever the program can demand more than the four give, and at 150 ns the models demand canneal 35, cg 79, mg 49-91 and fluidanimate 8-38 GB/s (by phase). A per-core limit on outstanding misses does not change that: the hardware's (Bulldozer: 23 outstanding L2 misses per two-core module) is above the suite's mlp (1.5-6) and never binds, and 64 threads keep one 4.8 GB/s controller saturated at any limit above ~0.3 lines per thread. A per-die limit (Little's law) fitted to the thesis' one-die interleaved 3.2 GB/s (6-8 lines) lowers the gains only to 3.4-3.7x, moves the one-die sweep's peak to 5-25% remote (published 60-70%) and collapses AsymSched's node-subset spreads on the same processor (largest 130% -> 21%, published 237%), so it was not adopted. The published gains (cg 3.78x, mg 2.84x, canneal ~2x) need mg and canneal to be less memory-bound under interleave than their models; their intensities (apki, ips, mlp) are not published",
     ),
     (
         "ptb-canneal-interleave",
-        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (4.8 GB/s a node, derived), so a program whose pages sit on one node is held by that one controller under the default and by all four once they are spread: the gain is close to 4x whenever the program can demand more than the four give, and at 150 ns the models demand canneal 35, cg 79, mg 49-91 and fluidanimate 8-38 GB/s (by phase). A per-core limit on outstanding misses does not change that: the hardware's (Bulldozer: 23 outstanding L2 misses per two-core module) is above the suite's mlp (1.5-6) and never binds, and 64 threads keep one 4.8 GB/s controller saturated at any limit above ~0.3 lines per thread. A per-die limit (Little's law) fitted to the thesis' one-die interleaved 3.2 GB/s (6-8 lines) lowers the gains only to 3.4-3.7x, moves the one-die sweep's peak to 5-25% remote (published 60-70%) and collapses AsymSched's node-subset spreads on the same processor (largest 130% -> 21%, published 237%), so it was not adopted. The published gains (cg 3.78x, mg 2.84x, canneal ~2x) need mg and canneal to be less memory-bound under interleave than their models; their intensities (apki, ips, mlp) are not published",
     ),
     (
         "ptb-fluidanimate",
-        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (about 4 GB/s a node); a program whose pages sit on one node under the default is then held by that one controller, and spreading them gains close to the four controllers' 4x. The published gains say the real programs were less held by it; a per-core limit on outstanding misses (Little's law) would cap the default's loss, but the one tried broke the MLC reproduction and was taken out; with pages spread by PTB fluidanimate gains as interleave would",
+        "opteron6272-4n's controllers are the thesis' pseudo-random STREAM figures (4.8 GB/s a node, derived), so a program whose pages sit on one node is held by that one controller under the default and by all four once they are spread: the gain is close to 4x whenever the program can demand more than the four give, and at 150 ns the models demand canneal 35, cg 79, mg 49-91 and fluidanimate 8-38 GB/s (by phase). A per-core limit on outstanding misses does not change that: the hardware's (Bulldozer: 23 outstanding L2 misses per two-core module) is above the suite's mlp (1.5-6) and never binds, and 64 threads keep one 4.8 GB/s controller saturated at any limit above ~0.3 lines per thread. A per-die limit (Little's law) fitted to the thesis' one-die interleaved 3.2 GB/s (6-8 lines) lowers the gains only to 3.4-3.7x, moves the one-die sweep's peak to 5-25% remote (published 60-70%) and collapses AsymSched's node-subset spreads on the same processor (largest 130% -> 21%, published 237%), so it was not adopted. The published gains (cg 3.78x, mg 2.84x, canneal ~2x) need mg and canneal to be less memory-bound under interleave than their models; their intensities (apki, ips, mlp) are not published; with pages spread by PTB fluidanimate gains as interleave would",
     ),
     (
         "npb-cg-fast-scan",
-        "the published fast scan beats interleave (4.97x vs 3.78x); the model's balancer at 1 GB per scan gains only about 5% over the default scan; not yet explained (hypothesis: the model's balancer already reaches its final placement within the default scan's first passes)",
+        "the published fast scan beats interleave (4.97x vs 3.78x); in the model no placement can, since interleave already has all four controllers busy, and the model's balancer leaves 27-29% of the accesses on cg's first node (its shared vector stays there), whose controller stays at 0.99. The published maps say the real machine rewarded locality beyond controller balance: the default scan's balancing ran 3.64x with 37% of the accesses on one node, where with every run held by equal controllers it could reach at most 0.97 / 0.37 = 2.6x. A cost of remote accesses at the memory node (the northbridge's handling of requests and probes from other dies) is a hypothesis, not checked",
     ),
     (
         "npb-lu-interleave",
-        "lu initialises its data in parallel in the workload model, so its pages are already evenly spread (25% on the top node; published 38%) and interleave has nothing to even out; which of lu's arrays the real program initialises serially is not known",
+        "the NPB 3.3 OpenMP source first-touches every LU array in parallel loops over k-planes (setbv, setiv, erhs; static schedule), nothing serially, so the model's pages are evenly spread (25% on the top node) and interleave has nothing to even out; the published 38% node is not explained by the source (hypothesis, not checked: the study's maps count sampled memory operations, cache hits included, by the page's node, so small hot data first touched by the master thread weighs in). Besides, the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under every placement",
     ),
     (
         "npb-map-lu-default-top-node",
-        "same cause as npb-lu-interleave: the model's lu spreads all its data by parallel first touch",
-    ),
-    (
-        "npb-map-cg-default-local",
-        "with every page on one node, a quarter of the threads are local; the model's local threads make more DRAM accesses per second than remote ones (31% local), the real ones fewer (19%); why (cycle-mode IBS tagging stalled remote ops more often is a hypothesis) is not settled",
-    ),
-    (
-        "npb-map-mg-default-local",
-        "same as npb-map-cg-default-local (29% simulated, 21% published)",
+        "same cause as npb-lu-interleave: the NPB source first-touches all of lu's arrays in parallel by k-planes, so the model spreads them evenly",
     ),
     (
         "npb-map-lu-balancing-local",
-        "the model's balancer makes lu 82% local where the kernel reached 43%: lu's pages are spread evenly and its threads move at the calibrated rate, so every page's accesses come mostly from one node and the two-stage filter lets them through; hypothesis, not checked: the real lu shares more data between neighbouring threads than the model's. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x",
+        "with lu's access pattern from the NPB source (pages first touched by k-planes; the triangular sweeps and rhs's zeta fluxes, three quarters of the work, run over j-blocks of every plane, so each page has one sweeping thread and one plane owner) the model's balancer moves each page to its sweeping thread and reaches 71% local where the kernel reached 43%. The model's balancer pins the tasks it moves (autonuma.pin_moves) because the simulated scheduler lacks 3.13's preferred-node bias (NUMA_FAVOUR_HIGHER); moving them unpinned, as the kernel does, gave lu 34% local but also cg/mg/ep 32-35% (published 68-77%) and lu 0.87x (measured before lu's sweeps were modelled)",
     ),
     (
         "ptb-table-conflicts",
@@ -73,15 +65,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "npb-lu-balancing",
-        "same cause as npb-lu-interleave (hypothesis): with lu's pages already spread evenly by parallel first touch the model's default has no overloaded controller for balancing to relieve; the published 10% gain may come from the 38% of lu's pages on one node that the model lacks",
-    ),
-    (
-        "asymsched-near-best-streamcluster",
-        "the world's run is too short for a policy that decides once a second: with 24 threads streamcluster runs 2.93 s on its best static 3-node subset ({1,6,7}; {0,1,7} 2.93 s), and even an oracle that at the first decision (1 s) pins the threads on {0,1,7} and interleaves all 100,352 pages there at once ends at 3.63 s, 24% behind (the item asks 10%). AsymSched picks {0,1,7} by its link-aware score, waits one more second because moving 400 MB (0.086 s predicted) exceeds 5% of the 1 s run so far (the paper's budget), then moves the sampled pages: 4.69 s. The published programs ran 15 s or more",
-    ),
-    (
-        "asymsched-near-best-pca",
-        "as asymsched-near-best-streamcluster: pca runs 3.53 s on its best subset {2,4,5}, an oracle placing it there at the first decision (1 s) 4.08 s (15% behind), AsymSched 4.83 s",
+        "the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under the default, whose pages are already evenly spread by parallel first touch, so neither moving pages towards their users nor spreading them can make it faster; the real lu gained 10% with 43% local accesses, so it was not held by the controllers (a lower memory intensity than the model's apki 10 is a hypothesis, not checked)",
     ),
 ];
 

@@ -187,6 +187,8 @@ fn roi_and_status_reach_a_running_ptb() {
     };
     wait_for("paused cycles", Duration::from_secs(10), || paused() >= 2);
     assert!(status(false).contains("paused (roi)"));
+    // The sampling in force: interleave asks for no samples; `--cycle 100` fixed the cycle.
+    assert!(status(false).contains("off every 100 ms"), "{}", status(false));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(a.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     a.wait().unwrap();
     assert!(std::fs::read_dir(&rd).unwrap().next().is_none(), "the socket is removed on exit");

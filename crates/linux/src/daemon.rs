@@ -3,7 +3,8 @@
 //! ```text
 //! start:  threads ─▶ Policy::start ─▶ StartPlan (pin threads; interleave existing pages of attached targets)
 //! cycle:  sleep ─▶ targets alive? ─▶ threads, samples, page nodes, regions, free memory ─▶ Snapshot
-//!         ─▶ Policy::decide ─▶ validate_plan ─▶ budget ─▶ Actuator::apply ─▶ summary line + stats
+//!         ─▶ budget ─▶ ptb_policy::cycle::step (decide ─▶ validate ─▶ apply ─▶ sampling request,
+//!            the simulator's step too) ─▶ summary line + stats
 //! stop:   SIGINT/SIGTERM, every target gone, or --seconds ─▶ restore affinities (and numa_balancing)
 //! ```
 //!
@@ -19,11 +20,12 @@ use crate::observe;
 use crate::perf::{Detection, PerfSource, SourceKind};
 use crate::procfs::ProcRoot;
 use crate::safety;
+use crate::sampling::{Fixed, LiveSource, Opener, Sampling};
 use ptb_policy::{
-    validate_plan, Actuator, AllocPolicy, ApplyReport, Plan, Policy, RangeAction, RangeOp, SamplingMode, Snapshot,
-    StartContext, StartPlan,
+    Actuator, AllocPolicy, ApplyReport, Capabilities, Plan, Policy, RangeAction, RangeOp, SampleControl, SamplingMode,
+    SamplingRequest, Snapshot, StartContext, StartPlan,
 };
-use ptb_profile::{Sample, SampleSource};
+use ptb_profile::Sample;
 use ptb_topology::{Machine, NodeSet};
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,12 +38,43 @@ pub enum Act {
     DryRun(DryRunActuator),
 }
 
-impl Act {
-    fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
+/// The report's `seconds` are the wall time the moves took.
+impl Actuator for Act {
+    fn capabilities(&self) -> Capabilities {
         match self {
+            Act::Real(a) => a.capabilities(),
+            Act::DryRun(a) => a.capabilities(),
+        }
+    }
+    fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
+        let t = Instant::now();
+        let mut r = match self {
             Act::Real(a) => a.apply(plan),
             Act::DryRun(a) => a.apply(plan),
-        }
+        }?;
+        r.seconds = t.elapsed().as_secs_f64();
+        Ok(r)
+    }
+}
+
+/// What one daemon cycle acts on: the actuator, and the sampling the policy's plan steers.
+struct Driver<'x, 'a> {
+    act: &'x mut Act,
+    sampling: &'x mut Sampling<'a>,
+}
+
+impl Actuator for Driver<'_, '_> {
+    fn capabilities(&self) -> Capabilities {
+        self.act.capabilities()
+    }
+    fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
+        self.act.apply(plan)
+    }
+}
+
+impl SampleControl for Driver<'_, '_> {
+    fn set_sampling(&mut self, req: SamplingRequest) {
+        self.sampling.set_sampling(req);
     }
 }
 
@@ -69,9 +102,10 @@ impl Target {
 
 /// Daemon options.
 pub struct Config {
-    /// Cycle length (None: the policy's).
+    /// Cycle length (None: the policy's, changed when its plans ask).
     pub cycle: Option<Duration>,
-    /// Sampling period (None: 1 for page faults, the policy's for hardware).
+    /// Sampling period (None: 1 for page faults; for hardware the policy's, changed when its
+    /// plans ask).
     pub period: Option<u64>,
     /// Migration budget in MB/s (None: unlimited).
     pub budget_mbps: Option<f64>,
@@ -248,9 +282,27 @@ pub fn run(
     machine: &Machine,
     policy: &mut dyn Policy,
     start: Option<StartPlan>,
+    targets: Vec<Target>,
+    act: Act,
+    cfg: &Config,
+) -> Result<Outcome, String> {
+    let det = crate::perf::detect(root.root());
+    let open: Opener =
+        Box::new(move |mode| Ok(open_source(&det, cfg, mode)?.map(|s| Box::new(s) as Box<dyn LiveSource>)));
+    run_with(root, machine, policy, start, targets, act, cfg, open)
+}
+
+/// [`run`] with the sample sources `open` makes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_with(
+    root: &ProcRoot,
+    machine: &Machine,
+    policy: &mut dyn Policy,
+    start: Option<StartPlan>,
     mut targets: Vec<Target>,
     mut act: Act,
     cfg: &Config,
+    open: Opener,
 ) -> Result<Outcome, String> {
     let t0 = Instant::now();
     let mut child_status = None;
@@ -278,13 +330,14 @@ pub fn run(
     }
     let start =
         start.unwrap_or_else(|| policy.start(&StartContext { machine, allowed: &cfg.allowed, threads: &threads }));
-    let det = crate::perf::detect(root.root());
-    let mut source = open_source(&det, cfg, policy.sampling().mode)?;
-    let mut cycle = cfg.cycle.unwrap_or(policy.sampling().cycle).max(Duration::from_millis(10));
+    let fixed = Fixed { cycle: cfg.cycle, period: cfg.period, source: cfg.source != "auto" };
+    let mut sampling = Sampling::start(policy.sampling(), fixed, open)?;
     {
         let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
         s.policy = policy.name();
-        s.source = source.as_ref().map_or("none (the policy asks for no samples)".into(), |s| s.describe());
+        s.source = sampling.describe();
+        s.sampling_period = sampling.period();
+        s.cycle_ms = sampling.cycle().as_secs_f64() * 1e3;
         s.dry_run = matches!(act, Act::DryRun(_));
         eprintln!("ptb: samples from {}", s.source);
     }
@@ -298,24 +351,16 @@ pub fn run(
     }
     if !first.is_empty() {
         let free = observe::free_bytes(root, machine);
-        let pages = ptb_policy::PageLocations::new();
-        let snap = Snapshot {
-            machine,
-            allowed: &cfg.allowed,
-            now: Duration::ZERO,
-            cycle,
-            threads: &threads,
-            samples: &[],
-            sampling: SamplingMode::None,
-            sampling_period: 0,
-            pages: &pages,
-            regions: &[],
-            free_bytes: &free,
-        };
-        match validate_plan(&first, &snap) {
-            Ok(()) => {
-                let r = act.apply(&first).map_err(|e| format!("applying the start plan: {e}"))?;
-                log_plan(cfg, machine, 0, &first, &r, &act);
+        let snap = Snapshot::new(machine, &cfg.allowed, &threads, &free).at(Duration::ZERO, sampling.cycle());
+        let out =
+            ptb_policy::cycle::check(first, &snap).carry_out(&mut Driver { act: &mut act, sampling: &mut sampling });
+        match out.refused {
+            None => {
+                if let Some(e) = out.apply_error {
+                    return Err(format!("applying the start plan: {e}"));
+                }
+                let r = out.report;
+                log_plan(cfg, machine, 0, &out.plan, &r, &act);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
                 if matches!(act, Act::DryRun(_)) {
@@ -342,7 +387,7 @@ pub fn run(
                     );
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "start plan refused"),
+            Some(e) => tracing::warn!(error = %e, "start plan refused"),
         }
     }
 
@@ -354,13 +399,13 @@ pub fn run(
     let stopped = || cfg.stop.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
     loop {
         // Sleep until the end of the cycle, watching for signals and target exit.
-        let deadline = last_cycle + cycle;
+        let deadline = last_cycle + sampling.cycle();
         let mut alive = pids_alive(&ids, &mut targets, &mut child_status, true);
         while Instant::now() < deadline && signal.is_none() && !alive.is_empty() && !stopped() {
             std::thread::sleep(Duration::from_millis(20).min(deadline.saturating_duration_since(Instant::now())));
             signal = safety::stop_requested();
             alive = pids_alive(&ids, &mut targets, &mut child_status, false);
-            if let Some(src) = &mut source {
+            if let Some(src) = sampling.source_mut() {
                 // Keep rings from overflowing during long cycles.
                 let st = src.drain(&mut samples).unwrap_or_default();
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
@@ -382,7 +427,7 @@ pub fn run(
         n += 1;
         let threads = observe::threads(root, machine, &alive);
         ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
-        if let Some(src) = &mut source {
+        if let Some(src) = sampling.source_mut() {
             // Only threads still known to be the targets' own get a sample event.
             let tids: Vec<_> = threads.iter().map(|t| (t.app, t.tid)).filter(|(_, tid)| ids.tid_ok(*tid)).collect();
             src.track(&tids);
@@ -416,52 +461,44 @@ pub fn run(
             }
         }
         let free = observe::free_bytes(root, machine);
-        let period = source.as_ref().map_or(0, |s| s.period());
-        let sampling = source.as_ref().map_or(SamplingMode::None, |s| s.mode());
-        let snap = Snapshot {
-            machine,
-            allowed: &cfg.allowed,
-            now: t0.elapsed(),
-            cycle: this_cycle,
-            threads: &threads,
-            samples: &cycle_samples,
-            sampling,
-            sampling_period: period,
-            pages: &pages,
-            regions: &regions,
-            free_bytes: &free,
-        };
-        let td = Instant::now();
-        let plan = policy.decide(&snap);
-        let decide_ms = td.elapsed().as_secs_f64() * 1e3;
-        // A cycle the user set (--cycle-ms) stays; otherwise the policy's request applies.
-        if let (Some(req), None) = (plan.sampling, cfg.cycle) {
-            cycle = req.cycle.max(Duration::from_millis(10));
+        let snap = Snapshot::new(machine, &cfg.allowed, &threads, &free)
+            .at(t0.elapsed(), this_cycle)
+            .with_samples(&cycle_samples, sampling.mode(), sampling.period())
+            .with_memory(&pages, &regions);
+        if let (Act::Real(a), Some(mbps)) = (&mut act, cfg.budget_mbps) {
+            let pages = (mbps * 1e6 * this_cycle.as_secs_f64() / machine.page_size as f64) as u64;
+            a.set_budget(Some(pages));
         }
-        let mut report = ApplyReport::default();
-        let mut refused = false;
-        match validate_plan(&plan, &snap) {
-            Ok(()) => {
-                if let (Act::Real(a), Some(mbps)) = (&mut act, cfg.budget_mbps) {
-                    let pages = (mbps * 1e6 * this_cycle.as_secs_f64() / machine.page_size as f64) as u64;
-                    a.set_budget(Some(pages));
-                }
-                let ta = Instant::now();
-                match act.apply(&plan) {
-                    Ok(r) => report = r,
-                    Err(e) => tracing::warn!(error = %e, "applying the plan failed (target gone?)"),
-                }
-                report.seconds = ta.elapsed().as_secs_f64();
-                log_plan(cfg, machine, n, &plan, &report, &act);
+        // The simulator's cycle step: decide, validate, apply, and the plan's sampling request
+        // (cycle, mode, period) to `sampling`, where what the user fixed wins.
+        let out =
+            ptb_policy::cycle::step(policy, &snap, &mut Driver { act: &mut act, sampling: &mut sampling }, &mut || {
+                t0.elapsed()
+            });
+        let decide_ms = out.decide_time.as_secs_f64() * 1e3;
+        let refused = out.refused.is_some();
+        if let Some(e) = &out.refused {
+            tracing::warn!(error = %e, "plan refused");
+        } else {
+            if let Some(e) = &out.apply_error {
+                tracing::warn!(error = %e, "applying the plan failed (target gone?)");
             }
-            Err(e) => {
-                refused = true;
-                tracing::warn!(error = %e, "plan refused");
-            }
+            log_plan(cfg, machine, n, &out.plan, &out.report, &act);
         }
+        let report = out.report;
+        let changed = sampling.take_change();
         let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
         s.cycles += 1;
         s.plans_refused += u64::from(refused);
+        if let Some(c) = &changed {
+            s.sampling_changes += 1;
+            s.source = sampling.describe();
+            if cfg.summary_lines {
+                say!("{}: sampling as the policy asks: {c}", cfg.label);
+            }
+        }
+        s.sampling_period = sampling.period();
+        s.cycle_ms = sampling.cycle().as_secs_f64() * 1e3;
         s.last_decision_ms = decide_ms;
         s.threads_managed = threads.len() as u64;
         s.targets_alive = alive.len() as u64;

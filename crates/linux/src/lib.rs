@@ -42,6 +42,7 @@ pub mod procfs;
 pub mod record;
 pub mod rules;
 pub mod safety;
+pub mod sampling;
 pub mod service;
 pub mod sys;
 pub mod thp;

@@ -98,6 +98,8 @@ macro_rules! stats {
     }) => {
         $(#[$sm])*
         #[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
+        // A field a newer ptb added reads as its default from an older one's status.
+        #[serde(default)]
         pub struct $S {
             $( $(#[doc = $doc])+ pub $f: $t, )*
         }
@@ -181,6 +183,12 @@ stats! {
         counter cycles_paused: u64,
         /// Policy decision time of the last cycle, milliseconds.
         gauge last_decision_ms: f64,
+        /// Events per sample now, as the policy's plan asked unless `--period` fixed it (0: not sampling).
+        gauge sampling_period: u64,
+        /// Cycle length now, milliseconds (the policy's unless `--cycle-ms` fixed it).
+        gauge cycle_ms: f64,
+        /// Changes of the sampling period, mode or cycle length made at the policy's request.
+        counter sampling_changes: u64,
         /// Threads of the managed processes.
         gauge threads_managed: u64,
         /// Managed processes still running.

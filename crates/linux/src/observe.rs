@@ -77,17 +77,17 @@ const HUGE_BLOCKS_PER_CYCLE: usize = 16_384;
 /// their pages are huge-page backed ([`LiveBacking::huge_ranges`]; nothing is read where no
 /// process can hold huge pages, see [`crate::thp::huge_pages_possible`]).
 pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, ProcError> {
-    let maps = root.maps(pid)?;
+    let (maps, numa) = maps_with_numa(root, pid)?;
     let huge: Vec<(u64, u64, u64)> = if crate::thp::huge_pages_possible(root) {
         LiveBacking::open(root, pid, m.page_size).huge_ranges(HUGE_BLOCKS_PER_CYCLE)
     } else {
         vec![]
     };
-    let numa: BTreeMap<u64, _> = root.numa_maps(pid)?.into_iter().map(|n| (n.start, n)).collect();
     let mut out = Vec::new();
     for mp in maps.iter().filter(|x| x.is_anon_data()) {
         let mut resident = vec![0u64; m.n_nodes()];
-        if let Some(n) = numa.get(&mp.start) {
+        let counted = numa.get(&mp.start);
+        if let Some(n) = counted {
             // numa_maps counts pages of the mapping's own page size; convert to base pages.
             let mult = (n.page_kb * 1024 / m.page_size).max(1);
             for (id, c) in &n.pages {
@@ -96,8 +96,9 @@ pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, Pr
                 }
             }
         }
-        // A guard page or an address-space reservation holds nothing to place.
-        if mp.no_access() && resident.iter().all(|c| *c == 0) {
+        // A guard page or an address-space reservation holds nothing to place. A mapping
+        // numa_maps did not list (it changed between the two reads) may hold pages: kept.
+        if mp.no_access() && counted.is_some() && resident.iter().all(|c| *c == 0) {
             continue;
         }
         let (lo, hi) = (mp.start / m.page_size, mp.end / m.page_size);
@@ -116,6 +117,33 @@ pub fn regions(root: &ProcRoot, m: &Machine, pid: u32) -> Result<Vec<Region>, Pr
         });
     }
     Ok(out)
+}
+
+/// Reads of maps and numa_maps tried before a process's mappings are taken as they are.
+const MAP_READS: usize = 3;
+
+/// `pid`'s mappings and its numa_maps lines by start address, read so that they agree.
+///
+/// The two files are separate reads, and a program that changes its mappings all the time
+/// (mprotect of parts of a buffer: garbage collectors, fault-driven profilers, the test
+/// program's refault mode) splits and merges them between the reads: measured on a 2-core
+/// guest with the test program re-protecting its buffer every 100 ms, 2% of the mappings of
+/// one read were missing from the numa_maps read after it. Read again while a private mapping
+/// has no numa_maps line; after [`MAP_READS`] reads the mappings are taken as they are, and the
+/// caller must treat a missing line as "not known", not as "nothing resident".
+fn maps_with_numa(
+    root: &ProcRoot,
+    pid: u32,
+) -> Result<(Vec<crate::procfs::Mapping>, BTreeMap<u64, crate::procfs::NumaMapping>), ProcError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let maps = root.maps(pid)?;
+        let numa: BTreeMap<u64, _> = root.numa_maps(pid)?.into_iter().map(|n| (n.start, n)).collect();
+        if tries >= MAP_READS || maps.iter().filter(|x| x.is_anon_data()).all(|x| numa.contains_key(&x.start)) {
+            return Ok((maps, numa));
+        }
+    }
 }
 
 /// Free bytes per node (dense index); 0 where unreadable.
@@ -137,6 +165,36 @@ mod tests {
             .max(1);
         let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
         ptb_topology::synthetic::synthetic(&format!("nodes={n},cpus={}", (cpus / n).max(1))).unwrap()
+    }
+
+    /// A fake /proc with one process whose maps and numa_maps disagree, as two reads of a
+    /// program that is re-protecting its buffer do.
+    fn fake_proc(maps: &str, numa: &str) -> (tempfile::TempDir, ProcRoot) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("proc/42");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("maps"), maps).unwrap();
+        std::fs::write(p.join("numa_maps"), numa).unwrap();
+        let root = ProcRoot::new(d.path());
+        (d, root)
+    }
+
+    #[test]
+    fn a_protected_mapping_numa_maps_missed_is_kept_an_empty_one_dropped() {
+        let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=1").unwrap();
+        let maps = "7f0000000000-7f0000010000 rw-p 00000000 00:00 0 \n\
+                    7f0000010000-7f0000020000 ---p 00000000 00:00 0 \n\
+                    7f0000020000-7f0000030000 ---p 00000000 00:00 0 \n";
+        // The second mapping's line is missing (it was split between the reads); the third is
+        // listed with nothing resident: a guard or a reservation.
+        let numa = "7f0000000000 default anon=16 dirty=16 N0=10 N1=6 kernelpagesize_kB=4\n\
+                    7f0000020000 default kernelpagesize_kB=4\n";
+        let (_d, root) = fake_proc(maps, numa);
+        let rs = regions(&root, &m, 42).unwrap();
+        let starts: Vec<u64> = rs.iter().map(|r| r.start_vpn * m.page_size).collect();
+        assert_eq!(starts, vec![0x7f0000000000, 0x7f0000010000], "{rs:?}");
+        assert_eq!(rs[0].resident, vec![10, 6]);
+        assert_eq!(rs[1].resident, vec![0, 0], "not known: nothing counted");
     }
 
     #[test]

@@ -9,8 +9,7 @@
 
 use crate::trace::{Trace, TraceRecord};
 use ptb_policy::{
-    validate_plan, PageLocations, Plan, Policy, RangeOp, Region, Snapshot, StartContext, StartPlan, ThreadState,
-    ThreadTarget,
+    PageLocations, Plan, Policy, RangeOp, Region, Snapshot, StartContext, StartPlan, ThreadState, ThreadTarget,
 };
 use ptb_profile::{PageKey, Tid};
 use ptb_topology::{CpuId, GroupIdx, Machine, NodeIdx, NodeSet};
@@ -122,23 +121,17 @@ pub fn plan(trace: &Trace, m: &Machine, policy: &mut dyn Policy, allowed: &NodeS
     }
     let span = trace.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
     let start = policy.start(&StartContext { machine: m, allowed, threads: &threads });
-    let snap = Snapshot {
-        machine: m,
-        allowed,
-        now: Duration::from_nanos(span),
-        cycle: Duration::from_nanos(span.max(1)),
-        threads: &threads,
-        samples: &trace.samples,
-        sampling: ptb_policy::SamplingMode::of_source(&trace.source, trace.period).unwrap_or(
-            ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: trace.period },
-        ),
-        sampling_period: trace.period,
-        pages: &pages,
-        regions: &regions,
-        free_bytes: &free,
-    };
-    let plan = policy.decide(&snap);
-    let refused = validate_plan(&plan, &snap).err().map(|e| e.to_string());
+    let mode = ptb_policy::SamplingMode::of_source(&trace.source, trace.period)
+        .unwrap_or(ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: trace.period });
+    let snap = Snapshot::new(m, allowed, &threads, &free)
+        .at(Duration::from_nanos(span), Duration::from_nanos(span.max(1)))
+        .with_samples(&trace.samples, mode, trace.period)
+        .with_memory(&pages, &regions);
+    // The daemon's and the simulator's decide and check; nothing is applied offline.
+    let t0 = std::time::Instant::now();
+    let decision = ptb_policy::cycle::decide(policy, &snap, &mut || t0.elapsed());
+    let refused = decision.refused.map(|e| e.to_string());
+    let plan = decision.plan;
 
     // Where things would be after the plan.
     let tnode_before: HashMap<Tid, NodeIdx> = threads.iter().map(|t| (t.tid, t.node)).collect();

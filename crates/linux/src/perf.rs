@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Threads come and go: [`PerfSource::track`] opens rings for new TIDs and drops rings of
-//! exited ones every cycle. The software source samples page-fault events with their data
+//! exited ones every cycle. A policy's sampling plan changes the period of every open ring
+//! ([`PerfSource::set_period`], the PERF_EVENT_IOC_PERIOD ioctl) or pauses them
+//! ([`PerfSource::set_enabled`]). The software source samples page-fault events with their data
 //! address: it works on every machine (no PMU) but only sees first touches and hinting faults.
 
 use perf_event_open::config::{Cpu, Opts, Proc, SampleOn, SampleSkid};
@@ -254,6 +256,8 @@ pub struct PerfSource {
     /// Core clock in GHz, to turn sampled latencies (core cycles) into ns; `None`: unknown,
     /// and samples then carry no latency.
     ghz: Option<f64>,
+    /// Counters count (false: paused; new rings open disabled).
+    enabled: bool,
 }
 
 impl PerfSource {
@@ -266,7 +270,50 @@ impl PerfSource {
             t0: None,
             open_errors: BTreeMap::new(),
             ghz: core_ghz(std::path::Path::new("/")),
+            enabled: true,
         }
+    }
+
+    /// Sample once every `period` events from now on, on every open ring and every ring
+    /// opened later. A ring whose period cannot be changed (its thread exiting, a PMU that
+    /// refuses the value) is closed, and [`Self::track`] opens it again at the new period.
+    /// Returns how many rings were closed that way.
+    pub fn set_period(&mut self, period: u64) -> usize {
+        let period = period.max(1);
+        if period == self.period {
+            return 0;
+        }
+        self.period = period;
+        let before = self.rings.len();
+        self.rings.retain(|tid, (_, ring)| match ring.sampler.sample_on(period) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(tid, error = %e, period, "cannot change the sample period; reopening the ring");
+                false
+            }
+        });
+        before - self.rings.len()
+    }
+
+    /// Count (true) or pause (false) every ring, now and for rings opened later. Rings that
+    /// cannot follow are closed (and reopened by [`Self::track`] in the new state).
+    pub fn set_enabled(&mut self, on: bool) {
+        if on == self.enabled {
+            return;
+        }
+        self.enabled = on;
+        self.rings.retain(|tid, (_, ring)| match if on { ring.counter.enable() } else { ring.counter.disable() } {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(tid, error = %e, on, "cannot enable or pause a counter; reopening the ring");
+                false
+            }
+        });
+    }
+
+    /// True when the counters count (not paused by [`Self::set_enabled`]).
+    pub fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// Events per sample.
@@ -314,7 +361,9 @@ impl PerfSource {
     fn open(&self, tid: Tid) -> io::Result<Ring> {
         let counter = open_counter(&self.kind, tid, self.period)?;
         let sampler = counter.sampler(self.exp)?;
-        counter.enable()?;
+        if self.enabled {
+            counter.enable()?;
+        }
         Ok(Ring { sampler, counter })
     }
 
@@ -440,6 +489,57 @@ mod tests {
         let det = detect(d.path());
         assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11 }));
         assert!(det.pick("spe").is_err());
+    }
+
+    /// Map `n` fresh anonymous pages, touch each once, unmap; return the samples that fell in
+    /// them (1 MiB or less: no transparent huge page can back it, so one fault per page).
+    fn touch_fresh_pages(src: &mut PerfSource, n: usize) -> usize {
+        let ps = crate::sys::page_size() as usize;
+        assert!(n * ps <= 1 << 20);
+        // SAFETY: anonymous mapping, touched then unmapped here.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                n * ps,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        for i in 0..n {
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::write_volatile((p as *mut u8).add(i * ps), 1) };
+        }
+        let mut out = vec![];
+        src.drain(&mut out).unwrap();
+        // SAFETY: unmapping what we mapped.
+        unsafe { libc::munmap(p, n * ps) };
+        let base = p as u64;
+        out.iter().filter(|s| s.addr >= base && s.addr < base + (n * ps) as u64).count()
+    }
+
+    /// The period of open rings changes (PERF_EVENT_IOC_PERIOD), and paused rings deliver
+    /// nothing until enabled again: the real page-fault event on this thread.
+    #[test]
+    fn the_period_of_open_rings_changes_and_paused_rings_are_silent() {
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let mut src = PerfSource::new(SourceKind::PageFaults, 1);
+        assert_eq!(src.track(&[(std::process::id(), tid)]), 1, "open errors: {:?}", src.open_errors);
+        let n = 256;
+        let every = touch_fresh_pages(&mut src, n);
+        assert!(every >= n / 2, "period 1: {every} of {n} faults seen");
+        assert_eq!(src.set_period(8), 0, "no ring had to be reopened");
+        assert_eq!(src.period(), 8);
+        assert!(src.describe().contains("period 8"));
+        let eighth = touch_fresh_pages(&mut src, n);
+        assert!((n / 16..=n / 8 + 4).contains(&eighth), "period 8: {eighth} samples for {n} faults");
+        src.set_enabled(false);
+        assert_eq!(touch_fresh_pages(&mut src, n), 0, "a paused ring delivers nothing");
+        src.set_enabled(true);
+        let again = touch_fresh_pages(&mut src, n);
+        assert!((n / 16..=n / 8 + 4).contains(&again), "enabled again at period 8: {again} samples");
     }
 
     /// The real ring: software page-fault events on this thread, touching fresh pages.

@@ -501,17 +501,8 @@ payback = 3
         /// Fuzz target of the daemon config: the good file with bytes inserted, cut or
         /// replaced parses or fails with the file's name, never panics.
         #[test]
-        fn mutated_configs_never_panic(edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[a-z0-9=\\[\\]\"\n.*_ -]{0,8}"), 1..5)) {
-            let mut t = GOOD.to_string();
-            for (at, op, junk) in edits {
-                let i = at.index(t.len() + 1);
-                let j = (i + junk.len()).min(t.len());
-                match op {
-                    0 => t.insert_str(i, &junk),
-                    1 => t.replace_range(i..j, ""),
-                    _ => t.replace_range(i..j, &junk),
-                }
-            }
+        fn mutated_configs_never_panic(edits in proptest::collection::vec((0.0f64..1.0, 0u8..3, "[a-z0-9=\\[\\]\"\n.*_ -]{0,8}"), 1..5)) {
+            let t = ptb_topology::input::mutate(GOOD, &edits);
             if let Err(e) = ServiceConfig::parse(&t, "fuzz.toml", PASSWD) {
                 prop_assert!(e.contains("fuzz.toml"), "{}", e);
             }

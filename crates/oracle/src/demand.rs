@@ -72,6 +72,10 @@ fn pieces(a: &CompiledAccess, np: usize, n: usize, j: usize) -> Vec<(usize, usiz
             let (s, e) = slice(np, n, j);
             vec![(0, np, w, 0.0), (s, e, 0.0, w)]
         }
+        Pattern::Transposed => {
+            let share = w / n.max(1) as f64;
+            ptb_sim::layout::transposed(np, n, j).into_iter().map(|(s, e)| (s, e, share, share)).collect()
+        }
     }
 }
 

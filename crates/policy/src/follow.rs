@@ -5,6 +5,7 @@
 use crate::plan::{PageMove, Plan, SamplingMode, SamplingRequest, StartPlan};
 use crate::snapshot::{Snapshot, StartContext};
 use crate::Policy;
+use ptb_topology::NodeIdx;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -29,15 +30,23 @@ impl Policy for Follow {
     }
     fn decide(&mut self, s: &Snapshot) -> Plan {
         let mut plan = Plan::default();
-        let mut seen: HashSet<_, ptb_profile::histogram::FxBuild> = HashSet::default();
+        let mut seen: HashSet<_, ptb_profile::histogram::FxBuild> =
+            HashSet::with_capacity_and_hasher(self.max_moves.min(s.samples.len()), Default::default());
+        // Samples come thread after thread: look each thread up once per run of its samples.
+        let mut last: Option<(u32, Option<NodeIdx>)> = None;
         for x in s.samples {
             if plan.pages.len() >= self.max_moves {
                 break;
             }
             let page = x.page(s.machine.page_size);
-            let Some(t) = s.thread(x.tid) else { continue };
-            if s.pages.get(page) != Some(t.node) && seen.insert(page) {
-                plan.pages.push(PageMove { page, to: t.node });
+            let node = match last {
+                Some((tid, node)) if tid == x.tid => node,
+                _ => s.thread(x.tid).map(|t| t.node),
+            };
+            last = Some((x.tid, node));
+            let Some(node) = node else { continue };
+            if s.pages.get(page) != Some(node) && seen.insert(page) {
+                plan.pages.push(PageMove { page, to: node });
             }
         }
         plan

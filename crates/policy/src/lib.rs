@@ -3,8 +3,9 @@
 //! ```text
 //! driver (simulator | Linux daemon)
 //!   start():  StartContext ──Policy::start──▶ StartPlan (allocation policy, initial pinning)
-//!   every cycle:
+//!   every cycle (cycle::step, the same for both drivers):
 //!     samples + placement ──▶ Snapshot ──Policy::decide──▶ Plan ──validate──▶ Actuator::apply
+//!                                                             └── plan.sampling ──▶ SampleControl
 //! ```
 //!
 //! A policy never reads a clock, never makes a syscall and never touches globals: time,
@@ -13,6 +14,7 @@
 //! by [`build`].
 
 pub mod actuator;
+pub mod cycle;
 pub mod huge;
 pub mod kind;
 pub mod params;
@@ -31,6 +33,7 @@ pub mod ptb_v1;
 pub mod selective;
 
 pub use actuator::{Actuator, ApplyReport, Capabilities};
+pub use cycle::{CycleOutcome, Decision, SampleControl};
 pub use huge::{spread_node, whole_huge_pages, HugeBacking};
 pub use kind::{build, check_params, PolicyKind, PolicySpec};
 pub use params::{ParamDoc, Params, Section};

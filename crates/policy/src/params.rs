@@ -168,19 +168,10 @@ mod tests {
         /// a panic, also when every named policy is built from them.
         #[test]
         fn mutated_configs_never_panic(
-            edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[a-z0-9=\\[\\]\"\n._:,-]{0,8}"), 1..5),
+            edits in proptest::collection::vec((0.0f64..1.0, 0u8..3, "[a-z0-9=\\[\\]\"\n._:,-]{0,8}"), 1..5),
             set in "[a-z_.-]{0,12}=[a-z0-9.:,-]{0,8}",
         ) {
-            let mut t = CONFIG.to_string();
-            for (at, op, junk) in edits {
-                let i = at.index(t.len() + 1);
-                let j = (i + junk.len()).min(t.len());
-                match op {
-                    0 => t.insert_str(i, &junk),
-                    1 => t.replace_range(i..j, ""),
-                    _ => t.replace_range(i..j, &junk),
-                }
-            }
+            let t = ptb_topology::input::mutate(CONFIG, &edits);
             let mut p = Params::new();
             if let Err(e) = p.add_toml(&t, "fuzz.toml") {
                 prop_assert!(e.to_string().contains("fuzz.toml"), "{}", e);

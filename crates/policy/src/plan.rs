@@ -185,34 +185,39 @@ pub fn validate_plan(plan: &Plan, snap: &Snapshot) -> Result<(), PlanError> {
             }
         }
     }
-    let mut incoming: BTreeMap<NodeIdx, u64> = BTreeMap::new();
-    let mem_ok = |n: NodeIdx| -> Result<(), PlanError> {
-        node_ok(n)?;
-        if !m.node(n).has_memory() {
-            return Err(PlanError::MemorylessNode(n.0));
+    // Bytes arriving per node (dense index; a node gets a slot once it passed `mem_ok`).
+    let mut incoming: Vec<Option<u64>> = vec![None; m.n_nodes()];
+    let mem_ok = |incoming: &mut [Option<u64>], n: NodeIdx| -> Result<usize, PlanError> {
+        if n.ix() >= m.n_nodes() || incoming[n.ix()].is_none() {
+            node_ok(n)?;
+            if !m.node(n).has_memory() {
+                return Err(PlanError::MemorylessNode(n.0));
+            }
+            incoming[n.ix()] = Some(0);
         }
-        Ok(())
+        Ok(n.ix())
     };
     for p in &plan.pages {
-        mem_ok(p.to)?;
+        let n = mem_ok(&mut incoming, p.to)?;
         if snap.pages.get(p.page) != Some(p.to) {
-            *incoming.entry(p.to).or_default() += m.page_size;
+            *incoming[n].get_or_insert(0) += m.page_size;
         }
     }
     for r in &plan.ranges {
         match &r.op {
-            RangeOp::MoveTo(n) => {
-                mem_ok(*n)?;
-                *incoming.entry(*n).or_default() += r.npages * m.page_size;
+            RangeOp::MoveTo(to) => {
+                let n = mem_ok(&mut incoming, *to)?;
+                *incoming[n].get_or_insert(0) += r.npages * m.page_size;
             }
-            RangeOp::Interleave(ns) => ns.iter().try_for_each(|n| mem_ok(*n))?,
-            RangeOp::Weighted(ws) => ws.iter().try_for_each(|(n, _)| mem_ok(*n))?,
+            RangeOp::Interleave(ns) => ns.iter().try_for_each(|n| mem_ok(&mut incoming, *n).map(|_| ()))?,
+            RangeOp::Weighted(ws) => ws.iter().try_for_each(|(n, _)| mem_ok(&mut incoming, *n).map(|_| ()))?,
         }
     }
-    for (n, bytes) in incoming {
-        let free = snap.free_bytes.get(n.ix()).copied().unwrap_or(0);
+    for (n, bytes) in incoming.into_iter().enumerate() {
+        let Some(bytes) = bytes else { continue };
+        let free = snap.free_bytes.get(n).copied().unwrap_or(0);
         if bytes > free {
-            return Err(PlanError::NodeFull { node: n.0, bytes, free });
+            return Err(PlanError::NodeFull { node: NodeIdx::from_ix(n).0, bytes, free });
         }
     }
     Ok(())

@@ -130,3 +130,45 @@ pub struct StartContext<'a> {
     /// Threads known at start (may be empty for a program that has not started threads yet).
     pub threads: &'a [ThreadState],
 }
+
+/// No page is known (a snapshot before any sample, e.g. for checking a start plan).
+struct NoPages;
+
+impl PageLookup for NoPages {
+    fn get(&self, _: PageKey) -> Option<NodeIdx> {
+        None
+    }
+}
+
+/// Building a snapshot: [`Snapshot::new`] gives the part every driver has (machine, allowed
+/// nodes, threads, free memory) at time zero with no samples, pages or regions; the drivers
+/// add what a cycle has.
+impl<'a> Snapshot<'a> {
+    pub fn new(machine: &'a Machine, allowed: &'a NodeSet, threads: &'a [ThreadState], free_bytes: &'a [u64]) -> Self {
+        Snapshot {
+            machine,
+            allowed,
+            now: Duration::ZERO,
+            cycle: Duration::ZERO,
+            threads,
+            samples: &[],
+            sampling: crate::plan::SamplingMode::None,
+            sampling_period: 0,
+            pages: &NoPages,
+            regions: &[],
+            free_bytes,
+        }
+    }
+    /// Time since management started, and the length of the cycle the samples are from.
+    pub fn at(self, now: Duration, cycle: Duration) -> Self {
+        Snapshot { now, cycle, ..self }
+    }
+    /// The cycle's samples, the mode they were taken in and the events one sample stands for.
+    pub fn with_samples(self, samples: &'a [Sample], sampling: crate::plan::SamplingMode, period: u64) -> Self {
+        Snapshot { samples, sampling, sampling_period: period, ..self }
+    }
+    /// Where pages live, and the managed applications' memory regions.
+    pub fn with_memory(self, pages: &'a dyn PageLookup, regions: &'a [Region]) -> Self {
+        Snapshot { pages, regions, ..self }
+    }
+}

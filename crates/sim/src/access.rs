@@ -2,7 +2,7 @@
 //! ([`Piece`]s), the resulting share of its reads and writes per memory node, and its demand
 //! profile for the contention solver.
 
-use crate::layout::slice;
+use crate::layout::{slice, transposed};
 use crate::run::{Piece, Run};
 use crate::solver::Demand;
 use crate::workload::Pattern;
@@ -69,6 +69,10 @@ impl Run<'_> {
                         push((0, np), w, 0.0);
                         push(slice(np, n, j), 0.0, w);
                     }
+                    Pattern::Transposed => {
+                        let share = w / n.max(1) as f64;
+                        transposed(np, n, j).into_iter().for_each(|r| push(r, share, share));
+                    }
                 }
             }
         }
@@ -84,24 +88,52 @@ impl Run<'_> {
         let app = &l.apps[th.app];
         let st = &self.apps[th.app];
         let rt = &self.threads[t];
-        let key = DemandKey {
-            cpu_pos: rt.cpu_pos,
-            load: self.cpu_load[rt.cpu_pos],
-            running: rt.working && !rt.parked && st.done_ns.is_none(),
-            phase: st.cur,
-            pieces: rt.pieces.clone(),
-            versions: rt.pieces.iter().map(|p| self.objs[p.obj].version).collect(),
-        };
-        if rt.demand_key.as_ref() == Some(&key) {
+        let running = rt.working && !rt.parked && st.done_ns.is_none();
+        let load = self.cpu_load[rt.cpu_pos];
+        let objs = &self.objs;
+        let same = rt.demand_key.as_ref().is_some_and(|k| {
+            k.cpu_pos == rt.cpu_pos
+                && k.load == load
+                && k.running == running
+                && k.phase == st.cur
+                && k.pieces == rt.pieces
+                && k.versions.iter().zip(&rt.pieces).all(|(v, p)| *v == objs[p.obj].version)
+        });
+        if same {
             return;
         }
-        let mut fr = vec![0.0; nn];
-        let mut fw = vec![0.0; nn];
-        let mut hist = vec![0u64; nn];
+        // Reuse the thread's buffers: nothing here allocates once they have grown.
+        let rt = &mut self.threads[t];
+        let mut key = rt.demand_key.take().unwrap_or_else(|| DemandKey {
+            cpu_pos: 0,
+            load: 0,
+            running: false,
+            phase: 0,
+            pieces: vec![],
+            versions: vec![],
+        });
+        key.cpu_pos = rt.cpu_pos;
+        key.load = load;
+        key.running = running;
+        key.phase = st.cur;
+        key.pieces.clone_from(&rt.pieces);
+        key.versions.clear();
+        key.versions.extend(rt.pieces.iter().map(|p| self.objs[p.obj].version));
+        let mut fr = std::mem::take(&mut rt.f_read);
+        let mut fw = std::mem::take(&mut rt.f_write);
+        let mut coeffs = std::mem::take(&mut rt.demand.coeffs);
+        fr.clear();
+        fr.resize(nn, 0.0);
+        fw.clear();
+        fw.resize(nn, 0.0);
+        coeffs.clear();
+        let rt = &self.threads[t];
+        let hist = &mut self.hist;
+        hist.resize(nn, 0);
         let (mut tr, mut tw) = (0.0, 0.0);
         for p in &rt.pieces {
             hist.iter_mut().for_each(|h| *h = 0);
-            self.objs[p.obj].histogram(p.start, p.end, &mut hist);
+            self.objs[p.obj].histogram(p.start, p.end, hist);
             let sum: u64 = hist.iter().sum();
             if sum == 0 {
                 continue;
@@ -120,7 +152,6 @@ impl Run<'_> {
         if tw > 0.0 {
             fw.iter_mut().for_each(|x| *x /= tw);
         }
-        let running = rt.working && !rt.parked && st.done_ns.is_none();
         let ph = (st.cur < app.sequence.len()).then(|| &app.phases[app.sequence[st.cur]]);
         let mut d = Demand::default();
         if let (true, Some(ph)) = (running, ph) {
@@ -129,7 +160,8 @@ impl Run<'_> {
             let sm = &self.sim.sm;
             let scratch = &mut self.scratch;
             scratch.resize(sm.resources.len(), 0.0);
-            let mut touched: Vec<u32> = Vec::new();
+            let touched = &mut self.touched;
+            touched.clear();
             let mut add = |x: u32, c: f64| {
                 if scratch[x as usize] == 0.0 {
                     touched.push(x);
@@ -150,14 +182,11 @@ impl Run<'_> {
                 }
             }
             touched.sort_unstable();
-            let coeffs: Vec<(u32, f64)> = touched
-                .into_iter()
-                .map(|x| {
-                    let c = scratch[x as usize];
-                    scratch[x as usize] = 0.0;
-                    (x, c)
-                })
-                .collect();
+            coeffs.extend(touched.iter().map(|&x| {
+                let c = scratch[x as usize];
+                scratch[x as usize] = 0.0;
+                (x, c)
+            }));
             let m = if tr + tw > 0.0 { ph.m } else { 0.0 };
             d = Demand {
                 l0: if m > 0.0 { l0 } else { 0.0 },
@@ -167,6 +196,8 @@ impl Run<'_> {
                 m,
                 mlp: ph.mlp,
             };
+        } else {
+            d.coeffs = coeffs;
         }
         let rt = &mut self.threads[t];
         rt.f_read = fr;

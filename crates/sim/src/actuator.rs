@@ -17,7 +17,7 @@
 //! allocated), `ENOMEM` (destination full).
 
 use crate::run::{Background, Run};
-use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, ThreadTarget};
+use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, SampleControl, SamplingRequest, ThreadTarget};
 use std::collections::BTreeMap;
 
 pub(crate) struct SimActuator<'r, 'a> {
@@ -37,6 +37,13 @@ impl Actuator for SimActuator<'_, '_> {
 
     fn apply(&mut self, plan: &Plan) -> std::io::Result<ApplyReport> {
         Ok(self.run.apply_plan(plan))
+    }
+}
+
+/// The simulator samples exactly as asked: the cycle length, the mode and its period.
+impl SampleControl for SimActuator<'_, '_> {
+    fn set_sampling(&mut self, req: SamplingRequest) {
+        self.run.set_sampling(req);
     }
 }
 
@@ -115,7 +122,7 @@ impl Run<'_> {
         let ps = self.sim.machine.page_size as f64;
         let per_page_ns = (costs.page_us * 1e3).max(ps / costs.copy_gbps.max(1e-6));
         // Pages copied per (app, dest node) and per (src, dst); huge pages in `huge`.
-        let mut copies = crate::huge::Copies::default();
+        let mut copies = crate::huge::Copies::new(l.apps.len(), self.sim.sm.n_nodes);
         for (o, p, to) in moves {
             let Some(from) = self.objs[o].get(p) else { continue };
             // A page of a huge page: the whole huge page moves (huge.rs).
@@ -131,13 +138,12 @@ impl Run<'_> {
             }
             self.alloc_page(o, p, to);
             rep.pages_moved += 1;
-            *copies.pages.entry((l.objects[o].app, to)).or_default() += 1;
-            *copies.pair_pages.entry((from, to)).or_default() += 1;
+            copies.page(l.objects[o].app, from, to);
         }
         if rep.pages_moved + rep.huge_pages_moved > 0 {
             self.dirty = true;
             let mut longest: f64 = 0.0;
-            for (&(app, dst), &total) in &copies.ns(per_page_ns) {
+            for ((app, dst), total) in copies.ns(per_page_ns) {
                 let a = &l.apps[app];
                 let live: Vec<usize> =
                     (a.first_thread..a.first_thread + a.n_threads).filter(|&t| self.threads[t].alive).collect();
@@ -160,7 +166,7 @@ impl Run<'_> {
             let dur = longest.max(1e3);
             if dur > crate::engine::STALL_EVENT_NS {
                 let mut loads: BTreeMap<u32, f64> = BTreeMap::new();
-                for (&(from, to), &n) in &copies.pair_pages {
+                for ((from, to), n) in copies.pairs() {
                     let g = self.copy_group(from, to);
                     let bytes = n as f64 * ps;
                     for &r in self.sim.sm.read_res(g, from) {

@@ -8,8 +8,8 @@
 
 use crate::error::SimError;
 use crate::run::Run;
-use ptb_policy::{validate_plan, Actuator, PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
-use ptb_profile::MemLevel;
+use crate::sim::Simulation;
+use ptb_policy::{PageLookup, Policy, Region, SamplingMode, SamplingRequest, Snapshot};
 use std::time::{Duration, Instant};
 
 /// A stall longer than this takes the thread out of the contention solve until only this much
@@ -117,8 +117,47 @@ impl Run<'_> {
         }
     }
 
-    /// Run to the end. `policy` is called every cycle when given.
-    pub(crate) fn drive(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
+    /// Run to the end. `policy` is called every cycle when given. With
+    /// [`crate::SimOptions::sampler_thread`] and address sampling, samples are drawn on a second
+    /// thread ([`crate::drawer`]); the results are the same either way.
+    pub(crate) fn drive(&mut self, policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
+        let threaded = self.sim.opts.sampler_thread && matches!(self.sampling.mode, SamplingMode::Address { .. });
+        let crate::drawer::Sampler::Inline(drawer) =
+            std::mem::replace(&mut self.sampler, crate::drawer::Sampler::Moving)
+        else {
+            return Err(SimError::Options("the sampler is already running".into()));
+        };
+        if !threaded {
+            self.sampler = crate::drawer::Sampler::Inline(drawer);
+            let r = self.steps_to_end(policy);
+            self.collect_samples();
+            return r;
+        }
+        let sim: &Simulation = self.sim;
+        std::thread::scope(|s| {
+            let (tx, drawer_rx) = std::sync::mpsc::channel();
+            let (drawer_tx, rx) = std::sync::mpsc::channel();
+            let (ps, line) = (sim.machine.page_size, sim.machine.line_size);
+            let worker = s.spawn(move || crate::drawer::serve(drawer, &sim.layout, ps, line, drawer_rx, drawer_tx));
+            self.sampler = crate::drawer::Sampler::Thread { tx, rx };
+            // A panic (a policy's) must still end the thread, or the scope would wait for ever.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let r = self.steps_to_end(policy);
+                self.collect_samples();
+                r
+            }));
+            // Dropping the channel ends the thread, which gives the drawer back.
+            self.sampler = crate::drawer::Sampler::Moving;
+            let drawer = worker.join();
+            let r = r.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            self.sampler =
+                crate::drawer::Sampler::Inline(drawer.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            r
+        })
+    }
+
+    /// The step loop of [`Self::drive`].
+    fn steps_to_end(&mut self, mut policy: Option<&mut dyn Policy>) -> Result<(), SimError> {
         let opts = &self.sim.opts;
         let stream_step = opts.max_step_ms * 1e6;
         let max_ns = opts.max_sim_s * 1e9;
@@ -156,14 +195,21 @@ impl Run<'_> {
             let streaming = self.streaming_threads();
             let mut moved_shares = false;
             for &t in &streaming {
-                let old = self.threads[t].pieces.clone();
+                let mut old = std::mem::take(&mut self.prev_pieces);
+                old.clone_from(&self.threads[t].pieces);
                 self.build_pieces(t);
-                if self.threads[t].pieces != old && !self.dirty {
-                    let (fr, fw) = (self.threads[t].f_read.clone(), self.threads[t].f_write.clone());
+                let changed = self.threads[t].pieces != old;
+                self.prev_pieces = old;
+                if changed && !self.dirty {
+                    let mut prev = std::mem::take(&mut self.prev_shares);
+                    prev.clear();
+                    prev.extend_from_slice(&self.threads[t].f_read);
+                    prev.extend_from_slice(&self.threads[t].f_write);
                     self.build_demand(t);
                     let rt = &self.threads[t];
-                    let diff = fr.iter().zip(&rt.f_read).chain(fw.iter().zip(&rt.f_write)).map(|(a, b)| (a - b).abs());
+                    let diff = prev.iter().zip(rt.f_read.iter().chain(&rt.f_write)).map(|(a, b)| (a - b).abs());
                     moved_shares |= diff.fold(0.0, f64::max) > SHARE_STEP;
+                    self.prev_shares = prev;
                 }
             }
             if self.dirty || moved_shares {
@@ -199,21 +245,19 @@ impl Run<'_> {
             // Threads that finish their phase work or end a long stall within a few ms of the
             // first one do so in the same step: each such event changes everyone's contention,
             // and one solve per thread would cost far more than the ms of precision it buys.
-            let ends: Vec<f64> = self
-                .threads
-                .iter()
-                .filter(|r| r.working)
-                .filter_map(|rt| {
+            let now = self.now_ns;
+            let ends = || {
+                self.threads.iter().filter(|r| r.working).filter_map(move |rt| {
                     if rt.parked {
-                        Some(self.now_ns + (rt.stall_ns - STALL_EVENT_NS).max(0.0))
+                        Some(now + (rt.stall_ns - STALL_EVENT_NS).max(0.0))
                     } else if rt.rate.instr_per_ns > 0.0 {
-                        Some(self.now_ns + rt.stall_ns + rt.remaining / rt.rate.instr_per_ns)
+                        Some(now + rt.stall_ns + rt.remaining / rt.rate.instr_per_ns)
                     } else {
                         None
                     }
                 })
-                .collect();
-            if let Some(first) = ends.iter().copied().reduce(f64::min) {
+            };
+            if let Some(first) = ends().reduce(f64::min) {
                 if first < t1 {
                     let phase_start = self
                         .apps
@@ -222,7 +266,7 @@ impl Run<'_> {
                         .map(|a| a.phase_started_ns)
                         .fold(self.now_ns, f64::min);
                     let window = first + MERGE_NS.max(MERGE_SHARE * (first - phase_start));
-                    t1 = ends.iter().copied().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
+                    t1 = ends().filter(|&e| e <= window).fold(first, f64::max).min(t1.max(first));
                 }
             }
             let t1 = t1.max(self.now_ns + 1.0);
@@ -269,6 +313,7 @@ impl Run<'_> {
             }
             if self.now_ns >= next_cycle - 1e-3 {
                 if let Some(p) = policy.as_deref_mut() {
+                    self.collect_samples();
                     self.cycle(p, Duration::from_nanos(cycle_ns(&self.sampling) as u64))?;
                     next_cycle = self.now_ns + cycle_ns(&self.sampling);
                 }
@@ -333,6 +378,7 @@ impl Run<'_> {
                 for n in 0..nn {
                     let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
                     self.acc.access[node * nn + n] += lines * share;
+                    self.acc.access_time[node * nn + n] += run * share;
                 }
                 self.acc.app_lines[app] += lines;
             }
@@ -359,7 +405,7 @@ impl Run<'_> {
         self.acc.sim_ns += dt;
     }
 
-    /// One policy cycle: snapshot, decide (timed), validate, apply.
+    /// One policy cycle: snapshot, then the shared cycle step (decide, validate, apply, sampling).
     fn cycle(&mut self, policy: &mut dyn Policy, cycle: Duration) -> Result<(), SimError> {
         let threads = self.thread_states();
         if threads.is_empty() {
@@ -367,20 +413,9 @@ impl Run<'_> {
         }
         let l = &self.sim.layout;
         let ps = self.sim.machine.page_size;
-        // DRAM samples become local or remote from where their page lives (the sampler leaves
-        // that open: pages move only between cycles). The policy looks pages up in the run's own
-        // page tables, only those it asks for.
-        for s in self.samples.iter_mut() {
-            let Some(lvl @ (MemLevel::LocalDram | MemLevel::RemoteDram)) = s.level() else { continue };
-            let key = s.page(ps);
-            let Some((o, p)) = l.find_page(key.app as usize, key.vpn) else { continue };
-            let Some(n) = self.objs[o].get(p) else { continue };
-            let local = self.sim.cpu_pos(s.cpu).is_some_and(|c| self.sim.cpu_node[c] == n);
-            let want = if local { MemLevel::LocalDram } else { MemLevel::RemoteDram };
-            if want != lvl {
-                s.data_src = Some(ptb_profile::datasrc::encode(want, s.kind == ptb_profile::SampleKind::Store));
-            }
-        }
+        // DRAM samples say local or remote already (the sampler looks where their page lives:
+        // pages move only here, after the samples of a cycle are consumed). The policy looks
+        // pages up in the run's own page tables, only those it asks for.
         let pages = SimPages { layout: l, objs: &self.objs };
         let regions: Vec<Region> = l
             .objects
@@ -404,35 +439,29 @@ impl Run<'_> {
             }
             _ => 0,
         };
-        let snap = Snapshot {
-            machine: &self.sim.machine,
-            allowed: &self.sim.allowed,
-            now: Duration::from_nanos(self.now_ns as u64),
-            cycle,
-            threads: &threads,
-            samples: &self.samples,
-            sampling: self.sampling.mode,
-            sampling_period: period,
-            pages: &pages,
-            regions: &regions,
-            free_bytes: &free,
-        };
+        let snap = Snapshot::new(&self.sim.machine, &self.sim.allowed, &threads, &free)
+            .at(Duration::from_nanos(self.now_ns as u64), cycle)
+            .with_samples(&self.samples, self.sampling.mode, period)
+            .with_memory(&pages, &regions);
+        // The shared cycle (ptb_policy::cycle): decide (timed) and check here, then apply and
+        // take the sampling request once the snapshot's borrows of the run are over.
         let started = Instant::now();
-        let plan = policy.decide(&snap);
-        let took = started.elapsed();
+        let decision = ptb_policy::cycle::decide(policy, &snap, &mut || started.elapsed());
+        let took = decision.decide_time;
         self.acc.decision_ns += took.as_nanos() as f64;
         self.acc.cycles += 1;
-        validate_plan(&plan, &snap).map_err(|e| SimError::InvalidPlan {
-            policy: policy.name(),
-            cycle: self.acc.cycles,
-            time_s: self.now_ns / 1e9,
-            reason: e.to_string(),
-        })?;
-        for (k, v) in &plan.stats {
+        if let Some(e) = &decision.refused {
+            return Err(SimError::InvalidPlan {
+                policy: policy.name(),
+                cycle: self.acc.cycles,
+                time_s: self.now_ns / 1e9,
+                reason: e.to_string(),
+            });
+        }
+        for (k, v) in &decision.plan.stats {
             *self.acc.policy_stats.entry(k.clone()).or_default() += v;
         }
-        let mut act = crate::actuator::SimActuator { run: self };
-        let _ = act.apply(&plan);
+        decision.carry_out(&mut crate::actuator::SimActuator { run: self });
         if self.sim.opts.charge_decision {
             let ns = took.as_nanos() as f64;
             if let Some(t) =
@@ -442,9 +471,6 @@ impl Run<'_> {
                 self.acc.decision_charged_ns += ns;
                 self.dirty = true;
             }
-        }
-        if let Some(s) = plan.sampling {
-            self.set_sampling(s);
         }
         self.acc.samples_dropped += self.samples_dropped_cycle;
         self.samples.clear();

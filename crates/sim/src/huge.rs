@@ -18,7 +18,6 @@
 use crate::layout::ObjectLayout;
 use crate::run::Run;
 use ptb_policy::{spread_node, AllocPolicy, HugeBacking, RangeOp};
-use std::collections::BTreeMap;
 
 /// Size of a transparent huge page (x86-64, and arm64 with 4 KiB pages).
 pub const HUGE_PAGE_BYTES: u64 = 2 << 20;
@@ -45,8 +44,11 @@ pub fn backing(o: &ObjectLayout, page_size: u64) -> HugeBacking {
 /// The block `[start, end)` (page indices in the object) holding page `p`, when it is a whole
 /// huge page.
 pub(crate) fn block_of(o: &ObjectLayout, p: usize, page_size: u64) -> Option<(usize, usize)> {
+    if !o.huge_pages {
+        return None;
+    }
     let n = pages_per_huge(page_size) as usize;
-    if !o.huge_pages || n == 0 {
+    if n == 0 {
         return None;
     }
     // Objects start on a huge-page boundary (layout), so blocks are aligned in the object.
@@ -54,27 +56,68 @@ pub(crate) fn block_of(o: &ObjectLayout, p: usize, page_size: u64) -> Option<(us
     (s + n <= o.npages).then_some((s, s + n))
 }
 
-/// Page copies of a plan, collected for the costs (see `actuator`).
-#[derive(Default)]
+/// Page copies of a plan, collected for the costs (see `actuator`): dense counters, read back in
+/// (key, key) order so sums over them run in the same order whatever the plan's size.
 pub(crate) struct Copies {
+    n_nodes: usize,
     /// (app, destination node) -> base pages moved one by one.
-    pub pages: BTreeMap<(usize, usize), u64>,
-    /// (app, destination node) -> CPU time of the huge pages moved, ns.
-    pub huge_ns: BTreeMap<(usize, usize), f64>,
+    pages: Vec<u64>,
+    /// (app, destination node) -> CPU time of the huge pages moved, ns, and how many.
+    huge_ns: Vec<f64>,
+    huge: Vec<u64>,
     /// (source, destination) -> base pages copied (huge pages count theirs).
-    pub pair_pages: BTreeMap<(usize, usize), u64>,
+    pair_pages: Vec<u64>,
 }
 
 impl Copies {
-    /// CPU time of the copies per (app, destination node), ns: `per_page_ns` per base page
-    /// plus the huge pages' own.
-    pub fn ns(&self, per_page_ns: f64) -> BTreeMap<(usize, usize), f64> {
-        let mut out: BTreeMap<(usize, usize), f64> =
-            self.pages.iter().map(|(k, n)| (*k, *n as f64 * per_page_ns)).collect();
-        for (k, ns) in &self.huge_ns {
-            *out.entry(*k).or_default() += ns;
+    pub fn new(n_apps: usize, n_nodes: usize) -> Copies {
+        Copies {
+            n_nodes,
+            pages: vec![0; n_apps * n_nodes],
+            huge_ns: vec![0.0; n_apps * n_nodes],
+            huge: vec![0; n_apps * n_nodes],
+            pair_pages: vec![0; n_nodes * n_nodes],
         }
-        out
+    }
+
+    /// One base page of `app` moved from `from` to `to`.
+    pub fn page(&mut self, app: usize, from: usize, to: usize) {
+        self.pages[app * self.n_nodes + to] += 1;
+        self.pair_pages[from * self.n_nodes + to] += 1;
+    }
+
+    /// One huge page of `app` moved to `to`, costing `ns` (its base pages go to
+    /// [`Self::pair`]).
+    pub fn huge(&mut self, app: usize, to: usize, ns: f64) {
+        self.huge_ns[app * self.n_nodes + to] += ns;
+        self.huge[app * self.n_nodes + to] += 1;
+    }
+
+    /// One base page copied from `from` to `to` (of a huge page).
+    pub fn pair(&mut self, from: usize, to: usize) {
+        self.pair_pages[from * self.n_nodes + to] += 1;
+    }
+
+    /// CPU time of the copies per (app, destination node), ns, in (app, node) order:
+    /// `per_page_ns` per base page plus the huge pages' own.
+    pub fn ns(&self, per_page_ns: f64) -> Vec<((usize, usize), f64)> {
+        let nn = self.n_nodes.max(1);
+        (0..self.pages.len())
+            .filter(|&i| self.pages[i] > 0 || self.huge[i] > 0)
+            .map(|i| {
+                let mut ns = if self.pages[i] > 0 { self.pages[i] as f64 * per_page_ns } else { 0.0 };
+                if self.huge[i] > 0 {
+                    ns += self.huge_ns[i];
+                }
+                ((i / nn, i % nn), ns)
+            })
+            .collect()
+    }
+
+    /// Base pages copied per (source, destination), in that order.
+    pub fn pairs(&self) -> impl Iterator<Item = ((usize, usize), u64)> + '_ {
+        let nn = self.n_nodes.max(1);
+        self.pair_pages.iter().enumerate().filter(|(_, &n)| n > 0).map(move |(i, &n)| ((i / nn, i % nn), n))
     }
 }
 
@@ -139,11 +182,11 @@ impl Run<'_> {
         }
         for &(q, from) in &moving {
             self.alloc_page(o, q, to);
-            *copies.pair_pages.entry((from, to)).or_default() += 1;
+            copies.pair(from, to);
         }
         let costs = &self.sim.costs;
         let ns = (costs.page_us * 1e3).max(HUGE_PAGE_BYTES as f64 / costs.copy_gbps.max(1e-6));
-        *copies.huge_ns.entry((self.sim.layout.objects[o].app, to)).or_default() += ns;
+        copies.huge(self.sim.layout.objects[o].app, to, ns);
         rep.huge_pages_moved += 1;
         self.acc.pages_migrated += moving.len() as u64;
         Some(true)

@@ -267,6 +267,19 @@ impl Layout {
     }
 }
 
+/// Part `j` of each of the `t` slices of `[0, npages)` (the `transposed` pattern): `t` ranges,
+/// each never empty.
+pub fn transposed(npages: usize, t: usize, j: usize) -> Vec<(usize, usize)> {
+    let t = t.max(1);
+    (0..t)
+        .map(|i| {
+            let (s, e) = slice(npages, t, i);
+            let (a, b) = slice(e - s, t, j);
+            (s + a, s + b)
+        })
+        .collect()
+}
+
 /// Slice `j` of `t` equal slices of `[0, npages)` (never empty).
 pub fn slice(npages: usize, t: usize, j: usize) -> (usize, usize) {
     let t = t.max(1);
@@ -283,6 +296,24 @@ pub fn slice(npages: usize, t: usize, j: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transposed_parts_cover_the_object_once_when_slices_are_long_enough() {
+        for (n, t) in [(4096, 64), (1000, 7), (64, 8)] {
+            let mut seen = vec![0u32; n];
+            for j in 0..t {
+                let parts = transposed(n, t, j);
+                assert_eq!(parts.len(), t);
+                for (s, e) in parts {
+                    assert!(e > s && e <= n);
+                    seen[s..e].iter_mut().for_each(|x| *x += 1);
+                }
+            }
+            assert!(seen.iter().all(|&x| x == 1), "n={n} t={t}");
+        }
+        // Slices shorter than t pages: parts overlap but are never empty.
+        assert!(transposed(10, 8, 7).iter().all(|(s, e)| e > s && *e <= 10));
+    }
 
     #[test]
     fn slices_cover_the_object() {

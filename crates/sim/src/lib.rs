@@ -78,6 +78,7 @@ pub mod workload;
 
 mod access;
 mod actuator;
+mod drawer;
 mod engine;
 mod hintfault;
 mod huge;

@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug)]
 pub(crate) struct Accum {
     pub access: Vec<f64>,
+    /// The same cells weighted by the time the accessing thread ran instead of by its accesses:
+    /// what a sampler that tags one operation per interval of CPU time (IBS op in cycle mode)
+    /// counts.
+    pub access_time: Vec<f64>,
     pub app_lines: Vec<f64>,
     pub util_ns: Vec<f64>,
     pub util_max: Vec<f64>,
@@ -40,6 +44,7 @@ impl Accum {
     pub fn new(nn: usize, nr: usize, napps: usize) -> Self {
         Accum {
             access: vec![0.0; nn * nn],
+            access_time: vec![0.0; nn * nn],
             app_lines: vec![0.0; napps],
             util_ns: vec![0.0; nr],
             util_max: vec![0.0; nr],
@@ -66,7 +71,7 @@ impl Accum {
 
 /// The node x node access map: row = node of the accessing CPU, column = node of the memory;
 /// each cell is a share of all accesses.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AccessMap {
     /// Kernel node ids of the rows and columns.
     pub nodes: Vec<u32>,
@@ -75,6 +80,24 @@ pub struct AccessMap {
     pub controller_share: Vec<f64>,
     pub local: f64,
     pub remote: f64,
+}
+
+impl AccessMap {
+    /// Shares of the `nn x nn` cells (row = CPU node, column = memory node) of `cells`.
+    fn of(cells: &[f64], nn: usize, ids: &[u32]) -> AccessMap {
+        let total: f64 = cells.iter().sum();
+        let share = |v: f64| if total > 0.0 { v / total } else { 0.0 };
+        let shares: Vec<Vec<f64>> = (0..nn).map(|r| (0..nn).map(|c| share(cells[r * nn + c])).collect()).collect();
+        let controller_share: Vec<f64> = (0..nn).map(|c| (0..nn).map(|r| shares[r][c]).sum()).collect();
+        let local: f64 = (0..nn).map(|n| shares[n][n]).sum();
+        AccessMap {
+            nodes: ids.to_vec(),
+            shares,
+            controller_share,
+            local,
+            remote: if total > 0.0 { 1.0 - local } else { 0.0 },
+        }
+    }
 }
 
 /// Mean and peak utilisation of one directed link.
@@ -133,6 +156,12 @@ pub struct RunResult {
     pub speedup_vs_first_touch: Option<f64>,
     pub local_fraction: f64,
     pub access_map: AccessMap,
+    /// The access map as a time-based sampler sees it (IBS op in cycle mode: one tagged operation
+    /// per interval of a thread's running time, so a thread slowed by remote memory is sampled
+    /// more per access than a fast one). Published access maps measured that way compare with
+    /// this one, not with `access_map`.
+    #[serde(default)]
+    pub access_map_sampled: AccessMap,
     pub controller_utilisation: Vec<ControllerUse>,
     pub link_utilisation: Vec<LinkUse>,
     /// Mean memory bandwidth over the run, GB/s.
@@ -181,12 +210,10 @@ impl Run<'_> {
         let sim = self.sim;
         let m = &sim.machine;
         let nn = sim.sm.n_nodes;
-        let total: f64 = self.acc.access.iter().sum();
-        let share = |v: f64| if total > 0.0 { v / total } else { 0.0 };
-        let shares: Vec<Vec<f64>> =
-            (0..nn).map(|r| (0..nn).map(|c| share(self.acc.access[r * nn + c])).collect()).collect();
-        let controller_share: Vec<f64> = (0..nn).map(|c| (0..nn).map(|r| shares[r][c]).sum()).collect();
-        let local: f64 = (0..nn).map(|n| shares[n][n]).sum();
+        let ids: Vec<u32> = m.nodes.iter().map(|n| n.id.0).collect();
+        let access_map = AccessMap::of(&self.acc.access, nn, &ids);
+        let access_map_sampled = AccessMap::of(&self.acc.access_time, nn, &ids);
+        let local = access_map.local;
         let runtime_ns = self.apps.iter().filter_map(|a| a.done_ns).fold(0.0, f64::max);
         let mean = |r: usize| if self.acc.sim_ns > 0.0 { self.acc.util_ns[r] / self.acc.sim_ns } else { 0.0 };
         let end_name = |e: End| match e {
@@ -258,13 +285,8 @@ impl Run<'_> {
             runtime_s: runtime_ns / 1e9,
             speedup_vs_first_touch: None,
             local_fraction: local,
-            access_map: AccessMap {
-                nodes: m.nodes.iter().map(|n| n.id.0).collect(),
-                shares,
-                controller_share,
-                local,
-                remote: if total > 0.0 { 1.0 - local } else { 0.0 },
-            },
+            access_map,
+            access_map_sampled,
             controller_utilisation: ctrls,
             link_utilisation: links,
             bandwidth_gbps: if runtime_ns > 0.0 {

@@ -7,6 +7,14 @@
 //! (`CHUNK` pages per chunk) and per-node totals. A range histogram adds whole chunks from the
 //! counts and scans only the partial chunks at the ends; a move updates three counters.
 //! A million pages cost ~1 MiB plus ~32 KiB of counts per node.
+//!
+//! The node bytes are shared ([`NodeReader`]) with the thread that draws address samples, which
+//! reads them while the run's own thread does not move pages (moves happen only in a policy
+//! cycle, after the samples drawn so far are handed over); relaxed atomics make that sharing
+//! safe and cost what plain byte loads and stores cost.
+
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Marker for a page that no one has touched yet.
 pub const UNALLOCATED: u8 = u8::MAX;
@@ -14,14 +22,41 @@ pub const UNALLOCATED: u8 = u8::MAX;
 pub const CHUNK: usize = 256;
 
 /// Placement of the pages of one object.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PageTable {
     n_nodes: usize,
-    node: Vec<u8>,
+    node: Arc<[AtomicU8]>,
     chunk_counts: Vec<u32>,
     totals: Vec<u64>,
     /// Bumped on every change (lets callers cache histograms).
     pub version: u64,
+}
+
+/// A read-only view of where an object's pages live, for another thread.
+#[derive(Clone, Debug)]
+pub struct NodeReader(Arc<[AtomicU8]>);
+
+impl NodeReader {
+    /// Node of page `p`, or `None` when unallocated or out of range.
+    pub fn get(&self, p: usize) -> Option<usize> {
+        match self.0.get(p)?.load(Relaxed) {
+            UNALLOCATED => None,
+            n => Some(n as usize),
+        }
+    }
+}
+
+impl Clone for PageTable {
+    /// A copy of its own (not a second view of the same pages).
+    fn clone(&self) -> Self {
+        PageTable {
+            n_nodes: self.n_nodes,
+            node: self.node.iter().map(|n| AtomicU8::new(n.load(Relaxed))).collect(),
+            chunk_counts: self.chunk_counts.clone(),
+            totals: self.totals.clone(),
+            version: self.version,
+        }
+    }
 }
 
 impl PageTable {
@@ -29,11 +64,16 @@ impl PageTable {
         let chunks = npages.div_ceil(CHUNK);
         PageTable {
             n_nodes,
-            node: vec![UNALLOCATED; npages],
+            node: (0..npages).map(|_| AtomicU8::new(UNALLOCATED)).collect(),
             chunk_counts: vec![0; chunks * n_nodes],
             totals: vec![0; n_nodes],
             version: 0,
         }
+    }
+
+    /// A view of the page nodes another thread can read.
+    pub fn reader(&self) -> NodeReader {
+        NodeReader(Arc::clone(&self.node))
     }
 
     pub fn len(&self) -> usize {
@@ -46,7 +86,7 @@ impl PageTable {
 
     /// Node of page `p`, or `None` when unallocated.
     pub fn get(&self, p: usize) -> Option<usize> {
-        match self.node[p] {
+        match self.node[p].load(Relaxed) {
             UNALLOCATED => None,
             n => Some(n as usize),
         }
@@ -65,7 +105,7 @@ impl PageTable {
         }
         self.chunk_counts[c * self.n_nodes + n] += 1;
         self.totals[n] += 1;
-        self.node[p] = n as u8;
+        self.node[p].store(n as u8, Relaxed);
         self.version += 1;
         old
     }
@@ -104,7 +144,8 @@ impl PageTable {
     }
 
     fn scan(&self, start: usize, end: usize, out: &mut [u64]) {
-        for &n in &self.node[start..end] {
+        for n in &self.node[start..end] {
+            let n = n.load(Relaxed);
             if n != UNALLOCATED {
                 out[n as usize] += 1;
             }

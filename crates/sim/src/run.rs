@@ -88,11 +88,21 @@ pub(crate) struct Run<'a> {
     pub bg_vec: Vec<f64>,
     /// Scratch space for demand building (one slot per resource, kept zeroed).
     pub scratch: Vec<f64>,
+    /// Scratch: a node histogram, and a thread's previous pieces and node shares (reused so
+    /// the per-step paths do not allocate).
+    pub hist: Vec<u64>,
+    pub touched: Vec<u32>,
+    pub prev_pieces: Vec<Piece>,
+    pub prev_shares: Vec<f64>,
     pub solver: Solver,
     pub dirty: bool,
     pub rng: ChaCha8Rng,
-    /// The sampler's generator (many draws per step; seeded from `rng`).
-    pub fast_rng: SmallRng,
+    /// Where address samples are drawn (its generator is seeded from `rng`).
+    pub sampler: crate::drawer::Sampler,
+    /// Samples drawn this cycle and not yet collected into `samples`; an empty vector to
+    /// hand the drawing thread next.
+    pub samples_drawn: usize,
+    pub spare_samples: Vec<Sample>,
     pub acc: Accum,
     /// Steps taken and contention solves made (for the speed benchmark).
     pub steps: u64,
@@ -111,7 +121,7 @@ impl<'a> Run<'a> {
     pub fn new(sim: &'a Simulation, seed_salt: u64) -> Self {
         let l = &sim.layout;
         let nn = sim.sm.n_nodes;
-        let objs = l.objects.iter().map(|o| PageTable::new(o.npages, nn)).collect();
+        let objs: Vec<PageTable> = l.objects.iter().map(|o| PageTable::new(o.npages, nn)).collect();
         let armed = l.objects.iter().map(|o| vec![0u64; o.npages.div_ceil(64)]).collect();
         let mut cpu_load = vec![0u32; sim.cpus.len()];
         let allowed_pos: Vec<usize> =
@@ -147,6 +157,8 @@ impl<'a> Run<'a> {
         let nr = sim.sm.resources.len();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let fast_rng = SmallRng::seed_from_u64(rng.random());
+        let readers = objs.iter().map(PageTable::reader).collect();
+        let sampler = crate::drawer::Sampler::Inline(crate::drawer::Drawer::new(fast_rng, readers));
         let mut run = Run {
             sim,
             now_ns: 0.0,
@@ -160,10 +172,16 @@ impl<'a> Run<'a> {
             background: vec![],
             bg_vec: vec![0.0; nr],
             scratch: vec![0.0; nr],
+            hist: vec![0; nn],
+            touched: vec![],
+            prev_pieces: vec![],
+            prev_shares: vec![],
             solver: Solver::new(nr),
             dirty: true,
             rng,
-            fast_rng,
+            sampler,
+            samples_drawn: 0,
+            spare_samples: vec![],
             acc: Accum::new(nn, nr, l.apps.len()),
             steps: 0,
             solves: 0,

@@ -30,28 +30,10 @@
 //! one kept sample stands for. Samples come per thread in time order, thread after thread, as a
 //! daemon draining one ring buffer per thread delivers them.
 
-use crate::run::{Piece, Run};
+use crate::drawer::{total_weight, yields, Batch, HandedOver, Job, Sampler, ToDrawer};
+use crate::run::Run;
 use crate::solver::{Demand, Rate};
-use ptb_profile::datasrc::{encode, MemLevel};
-use ptb_profile::{Sample, SampleKind, SampledEvent};
-use rand::Rng;
-
-/// Pick a piece by weight (`write` selects the write weights); `x` uniform in [0, 1).
-fn pick(pieces: &[Piece], write: bool, x: f64) -> Option<&Piece> {
-    let w = |p: &Piece| if write { p.w_write } else { p.w_read };
-    let total: f64 = pieces.iter().map(w).sum();
-    if total <= 0.0 {
-        return None;
-    }
-    let mut target = x * total;
-    for p in pieces {
-        target -= w(p);
-        if target < 0.0 && w(p) > 0.0 {
-            return Some(p);
-        }
-    }
-    pieces.iter().rev().find(|p| w(p) > 0.0)
-}
+use ptb_profile::SampledEvent;
 
 /// The thread's latency as its own stalls show it, ns: with `f` the share of its rate a
 /// saturated resource left it, its time per access is `(c + L / mlp) / f` with `c` its compute
@@ -107,17 +89,16 @@ fn draw(event: SampledEvent, instr: f64, cycles: f64, d: &Demand, mops: f64, ws:
 }
 
 impl Run<'_> {
-    /// Draw the address samples of a step `[t0, t0 + dt)`.
+    /// Draw the address samples of a step `[t0, t0 + dt)`: counts and costs here, the samples
+    /// themselves by the run's [`crate::drawer::Drawer`].
     #[allow(clippy::needless_range_loop)]
     pub(crate) fn address_samples(&mut self, event: SampledEvent, period: u64, t0: f64, dt: f64, overhead: &mut [f64]) {
         let l = &self.sim.layout;
-        let ps = self.sim.machine.page_size;
-        let lines_per_page = (ps / self.sim.machine.line_size.max(1)).max(1);
-        let line = ps / lines_per_page;
         let sample_ns = self.sim.costs.sample_us * 1e3;
         let cap = self.sim.opts.max_samples_per_cycle;
         let period = period.max(1) as f64;
         let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
+        let mut batch = Batch::default();
         for t in 0..self.threads.len() {
             let rt = &mut self.threads[t];
             let run_ns = (dt - rt.stall_ns.min(dt)).min(if rt.rate.instr_per_ns > 0.0 {
@@ -140,44 +121,75 @@ impl Run<'_> {
             let cost = dr.events / period * dr.interrupts * sample_ns;
             overhead[t] += cost;
             self.acc.sample_overhead_ns += cost;
-            let room = cap.saturating_sub(self.samples.len()) as u64;
+            let room = cap.saturating_sub(self.samples.len() + self.samples_drawn) as u64;
             let take = k.min(room);
             self.samples_dropped_cycle += k - take;
             if take == 0 {
                 continue;
             }
-            let cpu = self.sim.cpus[rt.cpu_pos];
-            let latency = Some(stall_latency_ns(&rt.demand, &rt.rate) as f32);
-            let step = run_ns / take as f64;
-            let t0 = t0 + (dt - run_ns);
-            for i in 0..take {
-                let rng = &mut self.fast_rng;
-                let dram = dr.dram >= 1.0 || rng.random::<f64>() < dr.dram;
-                let write = dr.writes > 0.0 && rng.random::<f64>() < dr.writes;
-                let Some(p) = pick(&rt.pieces, write, rng.random::<f64>()).or_else(|| pick(&rt.pieces, !write, 0.5))
-                else {
-                    break;
-                };
-                let page = p.start + rng.random_range(0..(p.end - p.start).max(1));
-                let o = &l.objects[p.obj];
-                let addr = (o.start_vpn + page as u64) * ps + rng.random_range(0..lines_per_page) * line;
-                // Local or remote is settled when the cycle looks up where the page lives
-                // (pages move only between cycles), from the sample's CPU.
-                let level = if dram { MemLevel::LocalDram } else { MemLevel::Cache };
-                self.acc.samples_dram += u64::from(dram);
-                self.samples.push(Sample {
-                    app: th.app as u32,
-                    tid: th.tid,
-                    cpu,
-                    addr,
-                    kind: if write { SampleKind::Store } else { SampleKind::Load },
-                    time_ns: (t0 + (i as f64 + 0.5) * step) as u64,
-                    data_src: Some(encode(level, write)),
-                    latency_ns: if dram { latency } else { None },
-                    phys: None,
-                });
-            }
+            let totals = [total_weight(&rt.pieces, false), total_weight(&rt.pieces, true)];
+            self.samples_drawn += yields(&rt.pieces, totals, take) as usize;
+            let first = batch.pieces.len();
+            batch.pieces.extend_from_slice(&rt.pieces);
+            batch.jobs.push(Job {
+                app: th.app as u32,
+                tid: th.tid,
+                cpu: self.sim.cpus[rt.cpu_pos],
+                node: self.sim.cpu_node[rt.cpu_pos],
+                latency: Some(stall_latency_ns(&rt.demand, &rt.rate) as f32),
+                dram: dr.dram,
+                writes: dr.writes,
+                take,
+                t0: t0 + (dt - run_ns),
+                step: run_ns / take as f64,
+                pieces: first..batch.pieces.len(),
+                totals,
+            });
             self.acc.samples += take;
+        }
+        if !batch.jobs.is_empty() {
+            self.draw_samples(batch);
+        }
+    }
+
+    /// Draw a batch (on the drawing thread when there is one).
+    fn draw_samples(&mut self, batch: Batch) {
+        let m = &self.sim.machine;
+        match &mut self.sampler {
+            Sampler::Inline(d) => d.draw(&self.sim.layout, m.page_size, m.line_size, &batch),
+            Sampler::Thread { tx, .. } => {
+                // The thread ends only when the run drops its channel.
+                let _ = tx.send(ToDrawer::Batch(batch));
+            }
+            Sampler::Moving => {}
+        }
+    }
+
+    /// Take the samples drawn so far into `self.samples` (before a policy looks at them, and
+    /// before pages move).
+    pub(crate) fn collect_samples(&mut self) {
+        let got = match &mut self.sampler {
+            Sampler::Inline(d) => {
+                Some(HandedOver { samples: std::mem::take(&mut d.samples), dram: std::mem::take(&mut d.dram) })
+            }
+            Sampler::Thread { tx, rx } => {
+                let empty = std::mem::take(&mut self.spare_samples);
+                tx.send(ToDrawer::HandOver(empty)).ok().and_then(|_| rx.recv().ok())
+            }
+            Sampler::Moving => None,
+        };
+        let Some(HandedOver { mut samples, dram }) = got else { return };
+        self.acc.samples_dram += dram;
+        self.samples_drawn = 0;
+        if self.samples.is_empty() {
+            std::mem::swap(&mut self.samples, &mut samples);
+        } else {
+            self.samples.append(&mut samples);
+        }
+        if let Sampler::Inline(d) = &mut self.sampler {
+            d.samples = samples;
+        } else {
+            self.spare_samples = samples;
         }
     }
 }

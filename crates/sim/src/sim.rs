@@ -9,13 +9,11 @@ use crate::model::ModelParams;
 use crate::run::Run;
 use crate::workload::Workload;
 use ptb_policy::{
-    validate_plan, AllocPolicy, PageLocations, Params, Plan, Policy, PolicyKind, PolicySpec, Snapshot, StartContext,
-    ThreadTarget,
+    validate_plan, AllocPolicy, Params, Plan, Policy, PolicyKind, PolicySpec, Snapshot, StartContext, ThreadTarget,
 };
 use ptb_topology::{CpuId, Machine, NodeIdx, NodeSet};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Options of a simulation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,6 +43,10 @@ pub struct SimOptions {
     /// Perturb the simulator's hidden constants with this seed ([`crate::perturb`]): the world
     /// then differs from what the machine file (all a policy sees) says by up to +-30%.
     pub perturb: Option<u64>,
+    /// Draw address samples on a second thread ([`crate::drawer`]): a run under a sampling
+    /// policy then finishes sooner on a machine with a spare core. The results are the same.
+    #[serde(default)]
+    pub sampler_thread: bool,
 }
 
 impl Default for SimOptions {
@@ -61,6 +63,7 @@ impl Default for SimOptions {
             model: ModelParams::default(),
             linux_migrations_per_s: crate::sched::DEFAULT_MIGRATIONS_PER_S,
             perturb: None,
+            sampler_thread: false,
         }
     }
 }
@@ -110,8 +113,14 @@ pub struct Simulation {
     /// What migrations and samples really cost in this world (the machine's costs, perturbed
     /// with `--perturb`); policies see the machine's own.
     pub(crate) costs: ptb_topology::MigrationCosts,
+    /// Position of each CPU id in `cpus` (`u32::MAX`: none), for ids below [`CPU_POS_TABLE`].
+    cpu_pos_of: Vec<u32>,
     reference: Mutex<Option<RunResult>>,
 }
+
+/// CPU ids up to this are looked up in a table (every sample's CPU is); larger ids, which only
+/// a sparse machine file has, by binary search.
+const CPU_POS_TABLE: usize = 1 << 16;
 
 impl Simulation {
     /// Set up a simulation. Fails on a machine the simulator cannot use, a bad node list or
@@ -181,6 +190,13 @@ impl Simulation {
         }
         let cpu_nodes: Vec<usize> = (0..machine.n_nodes()).filter(|&n| !node_cpu_pos[n].is_empty()).collect();
         let layout = Layout::build(&workloads, per_cpu, opts.threads, opts.duration_scale, machine.page_size)?;
+        let table = cpus.iter().map(|c| c.0 as usize + 1).filter(|&n| n <= CPU_POS_TABLE).max().unwrap_or(0);
+        let mut cpu_pos_of = vec![u32::MAX; table];
+        for (pos, c) in cpus.iter().enumerate() {
+            if let Some(slot) = cpu_pos_of.get_mut(c.0 as usize) {
+                *slot = pos as u32;
+            }
+        }
         Ok(Simulation {
             machine,
             sm,
@@ -196,6 +212,7 @@ impl Simulation {
             node_cpu_pos,
             allowed_cpu_pos,
             costs,
+            cpu_pos_of,
             reference: Mutex::new(None),
         })
     }
@@ -239,7 +256,10 @@ impl Simulation {
     }
 
     pub(crate) fn cpu_pos(&self, c: CpuId) -> Option<usize> {
-        self.cpus.binary_search(&c).ok()
+        match self.cpu_pos_of.get(c.0 as usize) {
+            Some(&p) => (p != u32::MAX).then_some(p as usize),
+            None => self.cpus.binary_search(&c).ok(),
+        }
     }
 
     pub(crate) fn is_mem_allowed(&self, n: usize) -> bool {
@@ -349,23 +369,11 @@ impl Simulation {
         Ok(run.result(&name))
     }
 
-    fn check(&self, run: &Run, plan: &Plan) -> Result<(), String> {
+    /// Check a plan made before the run starts (a start plan, a static placement).
+    pub(crate) fn check(&self, run: &Run, plan: &Plan) -> Result<(), String> {
         let threads = run.thread_states();
         let free = run.free_bytes();
-        let pages = PageLocations::new();
-        let snap = Snapshot {
-            machine: &self.machine,
-            allowed: &self.allowed,
-            now: Duration::ZERO,
-            cycle: Duration::ZERO,
-            threads: &threads,
-            samples: &[],
-            sampling: ptb_policy::SamplingMode::None,
-            sampling_period: 0,
-            pages: &pages,
-            regions: &[],
-            free_bytes: &free,
-        };
+        let snap = Snapshot::new(&self.machine, &self.allowed, &threads, &free);
         validate_plan(plan, &snap).map_err(|e| e.to_string())
     }
 

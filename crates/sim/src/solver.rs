@@ -31,50 +31,56 @@ impl Resources {
     }
 }
 
-/// The demands of a solve laid out flat (one pass over contiguous arrays per iteration).
+/// One class of threads in a solve: its scalars and where its entries lie in [`Flat`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Class {
+    l0: f64,
+    speed: f64,
+    ips: f64,
+    m: f64,
+    mlp: f64,
+    /// Its entries in `Flat::lat`, then in `Flat::load`.
+    lat: (u32, u32),
+    load: (u32, u32),
+}
+
+/// The demands of a solve laid out flat (one pass over contiguous arrays per iteration),
+/// kept between solves so a solve allocates nothing once they have grown.
+#[derive(Clone, Debug, Default)]
 struct Flat {
-    start: Vec<usize>,
-    r: Vec<u32>,
-    /// Crossing share of each (class, resource).
-    c: Vec<f64>,
-    /// Bytes each line of the class puts on the resource: share x line size x threads in class.
-    load: Vec<f64>,
-    l0: Vec<f64>,
-    speed: Vec<f64>,
-    ips: Vec<f64>,
-    m: Vec<f64>,
-    mlp: Vec<f64>,
+    classes: Vec<Class>,
+    /// (resource, crossing share) of each class, resources whose delay can be non-zero only:
+    /// a resource with no service time always has `q = 0`, and adding `c * 0` to a latency
+    /// changes nothing, so the latency sum skips it.
+    lat: Vec<(u32, f64)>,
+    /// (resource, bytes each line of the class puts on it: share x line size x threads in
+    /// class), every resource.
+    load: Vec<(u32, f64)>,
 }
 
 impl Flat {
-    fn new(demands: &[&Demand], mult: &[f64], line: f64) -> Flat {
-        let n: usize = demands.iter().map(|d| d.coeffs.len()).sum();
-        let mut f = Flat {
-            start: Vec::with_capacity(demands.len() + 1),
-            r: Vec::with_capacity(n),
-            c: Vec::with_capacity(n),
-            load: Vec::with_capacity(n),
-            l0: Vec::with_capacity(demands.len()),
-            speed: Vec::with_capacity(demands.len()),
-            ips: Vec::with_capacity(demands.len()),
-            m: Vec::with_capacity(demands.len()),
-            mlp: Vec::with_capacity(demands.len()),
-        };
+    fn fill(&mut self, demands: &[&Demand], mult: &[f64], line: f64, service: &[f64]) {
+        self.classes.clear();
+        self.lat.clear();
+        self.load.clear();
         for (d, k) in demands.iter().zip(mult) {
-            f.start.push(f.r.len());
+            let (l0, n0) = (self.lat.len() as u32, self.load.len() as u32);
             for &(r, c) in &d.coeffs {
-                f.r.push(r);
-                f.c.push(c);
-                f.load.push(c * line * k);
+                if service.get(r as usize).is_none_or(|&s| s != 0.0) {
+                    self.lat.push((r, c));
+                }
+                self.load.push((r, c * line * k));
             }
-            f.l0.push(d.l0);
-            f.speed.push(d.speed);
-            f.ips.push(d.ips);
-            f.m.push(d.m);
-            f.mlp.push(d.mlp.max(1e-6));
+            self.classes.push(Class {
+                l0: d.l0,
+                speed: d.speed,
+                ips: d.ips,
+                m: d.m,
+                mlp: d.mlp.max(1e-6),
+                lat: (l0, self.lat.len() as u32),
+                load: (n0, self.load.len() as u32),
+            });
         }
-        f.start.push(f.r.len());
-        f
     }
 }
 
@@ -126,6 +132,12 @@ pub struct Solver {
     demand: Vec<f64>,
     /// Iterations of the last solve.
     pub last_iterations: usize,
+    /// Scratch of a solve (kept so solves do not allocate).
+    flat: Flat,
+    fp: Vec<u64>,
+    order: Vec<usize>,
+    class_of: Vec<usize>,
+    mult: Vec<f64>,
 }
 
 #[allow(clippy::needless_range_loop)]
@@ -138,6 +150,11 @@ impl Solver {
             q: vec![0.0; n_resources],
             demand: vec![0.0; n_resources],
             last_iterations: 0,
+            flat: Flat::default(),
+            fp: vec![],
+            order: vec![],
+            class_of: vec![],
+            mult: vec![],
         }
     }
 
@@ -155,12 +172,19 @@ impl Solver {
     ) -> Vec<Rate> {
         // Threads with identical demand profiles (same CPU group and node shares, same phase)
         // are solved once, weighted by how many there are.
-        let fp: Vec<u64> = demands.iter().map(|d| fingerprint(d)).collect();
-        let mut order: Vec<usize> = (0..demands.len()).collect();
+        let mut fp = std::mem::take(&mut self.fp);
+        let mut order = std::mem::take(&mut self.order);
+        let mut class_of = std::mem::take(&mut self.class_of);
+        let mut mult = std::mem::take(&mut self.mult);
+        fp.clear();
+        fp.extend(demands.iter().map(|d| fingerprint(d)));
+        order.clear();
+        order.extend(0..demands.len());
         order.sort_unstable_by_key(|&i| (fp[i], i));
         let mut uniq: Vec<&Demand> = Vec::with_capacity(demands.len());
-        let mut mult: Vec<f64> = Vec::new();
-        let mut class_of = vec![0usize; demands.len()];
+        mult.clear();
+        class_of.clear();
+        class_of.resize(demands.len(), 0);
         let mut last: Option<usize> = None;
         for &i in &order {
             match last {
@@ -177,7 +201,9 @@ impl Solver {
             mult[class_of[i]] += 1.0;
         }
         let rates = self.solve_classes(&uniq, &mult, res, background, line, p);
-        class_of.iter().map(|&c| rates[c]).collect()
+        let out = class_of.iter().map(|&c| rates[c]).collect();
+        (self.fp, self.order, self.class_of, self.mult) = (fp, order, class_of, mult);
+        out
     }
 
     fn solve_classes(
@@ -195,11 +221,13 @@ impl Solver {
         for s in self.step.iter_mut() {
             *s = s.max(0.05);
         }
-        let flat = Flat::new(demands, mult, line);
+        let mut flat = std::mem::take(&mut self.flat);
+        flat.fill(demands, mult, line, &res.service);
+        let steep = res.steep.iter().any(|&k| k != 1.0);
         let mut iters = 0;
         for it in 0..p.max_iterations {
             iters = it + 1;
-            self.compute(&flat, res, background, p, &mut rates);
+            self.compute(&flat, res, steep, background, p, &mut rates);
             let mut worst: f64 = 0.0;
             for r in 0..nr {
                 let target = (self.demand[r] / capacity[r]).min(p.u_max);
@@ -225,7 +253,8 @@ impl Solver {
             }
         }
         self.last_iterations = iters;
-        self.compute(&flat, res, background, p, &mut rates);
+        self.compute(&flat, res, steep, background, p, &mut rates);
+        self.flat = flat;
         // Projection: never more than capacity through any resource.
         let over: Vec<f64> = (0..nr)
             .map(|r| {
@@ -257,33 +286,43 @@ impl Solver {
         rates
     }
 
-    fn compute(&mut self, f: &Flat, res: &Resources, background: &[f64], p: &ModelParams, rates: &mut [Rate]) {
-        for r in 0..res.capacity.len() {
-            let u = self.u[r].min(p.u_max);
-            self.q[r] = res.service[r] * u / (1.0 - u);
+    /// One pass `u -> q -> L -> r -> D` (`steep`: some resource's delay curve is not the
+    /// plain `u / (1 - u)`).
+    fn compute(
+        &mut self,
+        f: &Flat,
+        res: &Resources,
+        steep: bool,
+        background: &[f64],
+        p: &ModelParams,
+        rates: &mut [Rate],
+    ) {
+        for ((q, &u), &s) in self.q.iter_mut().zip(&self.u).zip(&res.service) {
+            let u = u.min(p.u_max);
+            *q = s * u / (1.0 - u);
         }
-        if res.steep.iter().any(|&k| k != 1.0) {
+        if steep {
             // Perturbed worlds only: a steeper or flatter delay curve.
-            for r in 0..res.capacity.len() {
-                let u = self.u[r].min(p.u_max);
-                self.q[r] = res.service[r] * (u / (1.0 - u)).powf(res.steep[r]);
+            for (((q, &u), &s), &k) in self.q.iter_mut().zip(&self.u).zip(&res.service).zip(&res.steep) {
+                let u = u.min(p.u_max);
+                *q = s * (u / (1.0 - u)).powf(k);
             }
         }
         self.demand.copy_from_slice(background);
-        for (i, rate) in rates.iter_mut().enumerate() {
-            let (a, b) = (f.start[i], f.start[i + 1]);
-            if f.speed[i] <= 0.0 || f.ips[i] <= 0.0 {
+        let q = &self.q;
+        for (c, rate) in f.classes.iter().zip(rates.iter_mut()) {
+            if c.speed <= 0.0 || c.ips <= 0.0 {
                 *rate = Rate::default();
                 continue;
             }
-            let q = &self.q;
-            let lat = f.r[a..b].iter().zip(&f.c[a..b]).fold(f.l0[i], |acc, (&r, &c)| acc + c * q[r as usize]);
-            let m = f.m[i];
-            let cpi = 1.0 / f.ips[i] + if m > 0.0 { m * lat / f.mlp[i] } else { 0.0 };
-            let instr = f.speed[i] / cpi;
+            let lat =
+                f.lat[c.lat.0 as usize..c.lat.1 as usize].iter().fold(c.l0, |acc, &(r, x)| acc + x * q[r as usize]);
+            let m = c.m;
+            let cpi = 1.0 / c.ips + if m > 0.0 { m * lat / c.mlp } else { 0.0 };
+            let instr = c.speed / cpi;
             let lines = instr * m;
             *rate = Rate { instr_per_ns: instr, lines_per_ns: lines, latency_ns: lat };
-            for (&r, &l) in f.r[a..b].iter().zip(&f.load[a..b]) {
+            for &(r, l) in &f.load[c.load.0 as usize..c.load.1 as usize] {
                 self.demand[r as usize] += lines * l;
             }
         }

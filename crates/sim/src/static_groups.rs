@@ -9,8 +9,7 @@ use crate::layout::slice;
 use crate::metrics::RunResult;
 use crate::run::Run;
 use crate::sim::Simulation;
-use ptb_policy::{validate_plan, AllocPolicy, PageLocations, Plan, Snapshot, ThreadMove, ThreadTarget};
-use std::time::Duration;
+use ptb_policy::{AllocPolicy, Plan, ThreadMove, ThreadTarget};
 
 impl Simulation {
     /// Run with fixed threads and pages: `threads` has one target per thread in
@@ -37,25 +36,7 @@ impl Simulation {
             threads: threads.iter().enumerate().map(|(i, &to)| ThreadMove { tid: l.threads[i].tid, to }).collect(),
             ..Default::default()
         };
-        {
-            let states = run.thread_states();
-            let free = run.free_bytes();
-            let pages = PageLocations::new();
-            let snap = Snapshot {
-                machine: &self.machine,
-                allowed: &self.allowed,
-                now: Duration::ZERO,
-                cycle: Duration::ZERO,
-                threads: &states,
-                samples: &[],
-                sampling: ptb_policy::SamplingMode::None,
-                sampling_period: 0,
-                pages: &pages,
-                regions: &[],
-                free_bytes: &free,
-            };
-            validate_plan(&plan, &snap).map_err(|e| bad(e.to_string()))?;
-        }
+        self.check(&run, &plan).map_err(bad)?;
         run.apply_plan(&plan);
         let mut ft = vec![true; l.objects.len()];
         for (o, gs) in groups.iter().enumerate() {

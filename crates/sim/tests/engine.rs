@@ -74,6 +74,35 @@ fn same_seed_same_result_and_sampling_depends_on_the_seed() {
     assert_ne!(a.pages_migrated, c.pages_migrated, "different seeds draw different samples");
 }
 
+/// Drawing samples on a second thread changes nothing: every sampler kind, a policy that moves
+/// pages (so samples turn local and remote), and ptb-classic (which reads the samples' data
+/// sources); a small cap on kept samples checks the dropped count too.
+#[test]
+fn a_second_sampling_thread_gives_the_same_results() {
+    for (event, period, cap) in [
+        (ptb_policy::SampledEvent::Misses, 512, 1_000_000),
+        (ptb_policy::SampledEvent::Ops, 20_000, 1_000_000),
+        (ptb_policy::SampledEvent::SlowLoads, 512, 1_000_000),
+        (ptb_policy::SampledEvent::Cycles, 20_000, 300),
+    ] {
+        let run = |sampler_thread| {
+            let s = sim(SHARED, SimOptions { sampler_thread, max_samples_per_cycle: cap, ..Default::default() });
+            s.run_with(follow(SamplingMode::Address { event, period })).unwrap()
+        };
+        let (one, two) = (run(false), run(true));
+        assert!(one.samples > 0 && one.pages_migrated > 0, "{event:?}");
+        assert_eq!(one.samples_dropped > 0, cap < 1000, "{event:?}: {} dropped", one.samples_dropped);
+        assert_eq!(without_decision_time(&one), without_decision_time(&two), "{event:?}");
+    }
+    let classic = |sampler_thread| {
+        let s = sim(SHARED, SimOptions { sampler_thread, ..Default::default() });
+        s.run_policy(PolicySpec::plain(PolicyKind::PtbClassic), &Params::new()).unwrap()
+    };
+    let (one, two) = (classic(false), classic(true));
+    assert!(one.samples_dram > 0);
+    assert_eq!(without_decision_time(&one), without_decision_time(&two));
+}
+
 #[test]
 fn page_migrations_are_charged() {
     // Threads stay where they start, so pages that follow them stay local.

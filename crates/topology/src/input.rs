@@ -235,9 +235,41 @@ pub fn write_text(path: &Path, what: &str, text: &str) -> Result<(), InputError>
     f.write_all(text.as_bytes()).map_err(|e| InputError { output: true, ..InputError::io(path, what, &e) })
 }
 
+/// A text with `edits` applied, for the parsers' fuzz tests: each edit is (position as a share
+/// of the text's length, 0 insert / 1 cut / 2 replace, the bytes). Positions land on character
+/// boundaries, so any text stays a valid `String`.
+pub fn mutate(text: &str, edits: &[(f64, u8, String)]) -> String {
+    let mut t = text.to_string();
+    let boundary = |t: &str, mut i: usize| {
+        while !t.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    for (at, op, junk) in edits {
+        let i = boundary(&t, ((at.clamp(0.0, 1.0) * t.len() as f64) as usize).min(t.len()));
+        let j = boundary(&t, (i + junk.len()).min(t.len()));
+        match op {
+            0 => t.insert_str(i, junk),
+            1 => t.replace_range(i..j, ""),
+            _ => t.replace_range(i..j, junk),
+        }
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mutate_inserts_cuts_and_replaces_on_character_boundaries() {
+        assert_eq!(mutate("abcd", &[(0.5, 0, "XY".into())]), "abXYcd");
+        assert_eq!(mutate("abcd", &[(0.25, 1, "..".into())]), "ad");
+        assert_eq!(mutate("abcd", &[(0.0, 2, "zz".into())]), "zzcd");
+        // Inside a two-byte character the position moves back to its start.
+        assert_eq!(mutate("aéb", &[(0.5, 0, "x".into())]), "axéb");
+    }
 
     #[test]
     fn regular_files_are_read_and_others_refused() {

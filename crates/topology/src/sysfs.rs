@@ -369,6 +369,15 @@ mod tests {
         std::fs::write(p, text).unwrap();
     }
 
+    /// A machine root with one node `node0` holding CPUs `cpus` and 1 MiB of memory.
+    fn one_node(cpus: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "sys/devices/system/node/node0/cpulist", &format!("{cpus}\n"));
+        write(d.path(), "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
+        write(d.path(), "sys/devices/system/node/node0/distance", "10\n");
+        d
+    }
+
     #[test]
     fn reads_nodes_with_gaps_and_a_memory_only_node() {
         let d = tempfile::tempdir().unwrap();
@@ -397,11 +406,8 @@ mod tests {
 
     #[test]
     fn falls_back_to_packages_then_the_node() {
-        let d = tempfile::tempdir().unwrap();
+        let d = one_node("0-3");
         let r = d.path();
-        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
-        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
-        write(r, "sys/devices/system/node/node0/distance", "10\n");
         for c in 0..4 {
             write(r, &format!("sys/devices/system/cpu/cpu{c}/topology/physical_package_id"), &format!("{}\n", c / 2));
         }
@@ -415,11 +421,8 @@ mod tests {
 
     #[test]
     fn without_caches_dies_split_a_package() {
-        let d = tempfile::tempdir().unwrap();
+        let d = one_node("0-3");
         let r = d.path();
-        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
-        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
-        write(r, "sys/devices/system/node/node0/distance", "10\n");
         for c in 0..4 {
             write(r, &format!("sys/devices/system/cpu/cpu{c}/topology/physical_package_id"), "0\n");
             write(r, &format!("sys/devices/system/cpu/cpu{c}/topology/die_id"), &format!("{}\n", 1 - c / 2));
@@ -431,11 +434,8 @@ mod tests {
 
     #[test]
     fn offline_cpus_are_left_out() {
-        let d = tempfile::tempdir().unwrap();
+        let d = one_node("0-3");
         let r = d.path();
-        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
-        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
-        write(r, "sys/devices/system/node/node0/distance", "10\n");
         write(r, "sys/devices/system/cpu/online", "0-2\n");
         let m = read_machine(r).unwrap();
         assert_eq!(m.nodes[0].cpus.to_list(), "0-2");
@@ -444,11 +444,8 @@ mod tests {
 
     #[test]
     fn malformed_files_name_their_path() {
-        let d = tempfile::tempdir().unwrap();
+        let d = one_node("0-x");
         let r = d.path();
-        write(r, "sys/devices/system/node/node0/cpulist", "0-x\n");
-        write(r, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1024 kB\n");
-        write(r, "sys/devices/system/node/node0/distance", "10\n");
         let e = read_machine(r).unwrap_err().to_string();
         assert!(e.contains("node0/cpulist"), "{e}");
         write(r, "sys/devices/system/node/node0/cpulist", "0\n");

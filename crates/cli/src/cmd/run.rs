@@ -33,10 +33,11 @@ pub struct ManageArgs {
     /// Decide and report, but move nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Cycle length in milliseconds, 10 to 3600000 (default: the policy's).
+    /// Cycle length in milliseconds, 10 to 3600000 (default: the policy's, following its plans).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub cycle: Option<u64>,
-    /// Sampling period: events per sample (default: 1 for page faults, the policy's for hardware).
+    /// Sampling period: events per sample (default: 1 for page faults; for hardware the policy's,
+    /// following its plans).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub period: Option<u64>,
     /// Migration budget in MB per second (default: unlimited).

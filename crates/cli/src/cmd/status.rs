@@ -22,6 +22,15 @@ fn duration(s: f64) -> String {
     }
 }
 
+/// The sampling in force: events per sample and the cycle length (`off`: no samples).
+fn sampling(s: &ptb_linux::metrics::Stats) -> String {
+    let cycle = if s.cycle_ms > 0.0 { format!(" every {:.0} ms", s.cycle_ms) } else { String::new() };
+    match s.sampling_period {
+        0 => format!("off{cycle}"),
+        p => format!("1/{p}{cycle}"),
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
     let euid = super::roi::nix_euid();
     let dirs = control::client_dirs(euid);
@@ -68,6 +77,7 @@ pub fn run(a: Args) -> Result<()> {
             "nodes",
             "for",
             "cycles",
+            "sampling",
             "threads moved",
             "pages moved",
             "state",
@@ -82,6 +92,7 @@ pub fn run(a: Args) -> Result<()> {
                 p.nodes.clone(),
                 duration(p.managed_s),
                 p.stats.cycles.to_string(),
+                sampling(&p.stats),
                 p.stats.threads_moved.to_string(),
                 p.stats.pages_moved.to_string(),
                 if p.paused { "paused (roi)".into() } else { "placing".into() },

@@ -152,14 +152,20 @@ impl<B: FnMut(u64) -> f64, C: Fn(usize, u64) -> Cost> Dfs<'_, B, C> {
             self.pruned(depth, used);
             return;
         }
-        let app = self.order[depth];
-        let AppReq { k, weight } = self.p.apps[app];
-        let mut cands = Vec::new();
-        subsets(self.p.n, !used, k, &mut cands);
-        for s in cands {
-            let v = weight * self.set_bw(s);
+        let (_, cands) = self.children(depth, used);
+        for (s, v) in cands {
             self.best(depth + 1, used | s, score + v);
         }
+    }
+
+    /// The app placed at `depth`, and every set of its size among the nodes not `used` with
+    /// the score it adds there.
+    fn children(&mut self, depth: usize, used: u64) -> (usize, Vec<(u64, f64)>) {
+        let app = self.order[depth];
+        let AppReq { k, weight } = self.p.apps[app];
+        let mut sets = Vec::new();
+        subsets(self.p.n, !used, k, &mut sets);
+        (app, sets.into_iter().map(|s| (s, weight * self.set_bw(s))).collect())
     }
 
     /// Pass 2: the cheapest placement within `keep` of the best.
@@ -198,12 +204,8 @@ impl<B: FnMut(u64) -> f64, C: Fn(usize, u64) -> Cost> Dfs<'_, B, C> {
             self.pruned(depth, used);
             return;
         }
-        let app = self.order[depth];
-        let AppReq { k, weight } = self.p.apps[app];
-        let mut cands = Vec::new();
-        subsets(self.p.n, !used, k, &mut cands);
-        for s in cands {
-            let v = weight * self.set_bw(s);
+        let (app, cands) = self.children(depth, used);
+        for (s, v) in cands {
             let c = (self.cost)(app, s);
             self.sets.push(s);
             self.choose(depth + 1, used | s, score + v, (cost.0 + c.0, cost.1 + c.1));

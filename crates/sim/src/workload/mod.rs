@@ -66,6 +66,10 @@ pub enum Pattern {
     Stream,
     /// Reads uniform over every thread's slice, writes to the own slice (transposes).
     AllToAll,
+    /// Part `j` of every thread's slice: the object is laid out by one dimension (the slices,
+    /// as initialised) and swept by another, as NPB LU's arrays, first touched by k-planes and
+    /// swept by blocks of j-rows of every plane. Each page has one such accessor, on every node.
+    Transposed,
 }
 
 /// One component of a phase's access distribution.

@@ -141,11 +141,10 @@ impl Policy for Observer {
         }
         o.waiting = self.pending.len() as u64;
         if o.pid != 0 {
-            if let Ok(p) = numa_pages::read(&self.root, o.pid, ps) {
-                if p.total() > 0 {
-                    o.pages = Some(p);
-                    o.pages_at = Some(Instant::now());
-                }
+            // Only a live program's pages count (a read during its exit sees them torn down).
+            if let Some(p) = numa_pages::read_live(&self.root, o.pid, ps) {
+                o.pages = Some(p);
+                o.pages_at = Some(Instant::now());
             }
         }
         plan

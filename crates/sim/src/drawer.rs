@@ -1,0 +1,206 @@
+//! Drawing address samples, on the run's own thread or on a second one.
+//!
+//! Problem: a run under a sampling policy draws tens of thousands of samples per simulated
+//! second (several random numbers, a page-table lookup and an 80-byte record each); that was
+//! about half of a run's CPU time, all of it on the thread that also solves contention and runs
+//! the policy.
+//!
+//! Approach: the sampler ([`crate::sampler`]) decides on the run's thread how many samples each
+//! thread gives in a step and what they may be (a [`Job`]); a [`Drawer`] turns jobs into
+//! samples, in job order, with its own random generator and a read-only view of the page tables
+//! ([`crate::pages::NodeReader`]). With [`crate::SimOptions::sampler_thread`] the drawer runs on
+//! a second thread fed through a channel while the run goes on; the run hands its samples over
+//! before each policy cycle (the only place pages move). The drawer sees the same jobs in the
+//! same order either way, so the samples, and every figure of the run, are the same bit for bit
+//! with or without the second thread.
+
+use crate::layout::Layout;
+use crate::pages::NodeReader;
+use crate::run::Piece;
+use ptb_profile::datasrc::{encode, MemLevel};
+use ptb_profile::{Sample, SampleKind};
+use ptb_topology::CpuId;
+use rand::rngs::SmallRng;
+use rand::Rng;
+use std::sync::mpsc::{Receiver, Sender};
+
+/// The samples of one thread in one step.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub app: u32,
+    pub tid: u32,
+    pub cpu: CpuId,
+    /// Node of the thread's CPU (a DRAM sample is local when its page lives there).
+    pub node: usize,
+    /// Latency a DRAM sample reports.
+    pub latency: Option<f32>,
+    /// Probability that a sample is a DRAM access, and that it is a store.
+    pub dram: f64,
+    pub writes: f64,
+    pub take: u64,
+    /// Time of the first sample is `t0 + step / 2`, samples `step` apart.
+    pub t0: f64,
+    pub step: f64,
+    /// The thread's pieces (`Batch::pieces[pieces]`) and their total read and write weights.
+    pub pieces: std::ops::Range<usize>,
+    pub totals: [f64; 2],
+}
+
+/// The jobs of one step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Batch {
+    pub jobs: Vec<Job>,
+    pub pieces: Vec<Piece>,
+}
+
+/// Pick a piece by weight (`write` selects the write weights, whose sum is `total`); `x` uniform
+/// in [0, 1).
+fn pick(pieces: &[Piece], write: bool, x: f64, total: f64) -> Option<&Piece> {
+    let w = |p: &Piece| if write { p.w_write } else { p.w_read };
+    if total <= 0.0 {
+        return None;
+    }
+    let mut target = x * total;
+    for p in pieces {
+        target -= w(p);
+        if target < 0.0 && w(p) > 0.0 {
+            return Some(p);
+        }
+    }
+    pieces.iter().rev().find(|p| w(p) > 0.0)
+}
+
+/// Total read (`write` false) or write weight of the pieces.
+pub(crate) fn total_weight(pieces: &[Piece], write: bool) -> f64 {
+    pieces.iter().map(|p| if write { p.w_write } else { p.w_read }).sum()
+}
+
+/// How many samples a job gives: all it takes, or none when no piece has any weight (whatever
+/// the random draws).
+pub(crate) fn yields(pieces: &[Piece], totals: [f64; 2], take: u64) -> u64 {
+    let none = pick(pieces, false, 0.5, totals[0]).is_none() && pick(pieces, true, 0.5, totals[1]).is_none();
+    if none {
+        0
+    } else {
+        take
+    }
+}
+
+/// Turns jobs into samples.
+#[derive(Debug)]
+pub(crate) struct Drawer {
+    rng: SmallRng,
+    /// Where each object's pages live (one reader per object of the layout).
+    nodes: Vec<NodeReader>,
+    /// Samples drawn since the last hand-over, and how many of them are DRAM accesses.
+    pub samples: Vec<Sample>,
+    pub dram: u64,
+}
+
+impl Drawer {
+    pub fn new(rng: SmallRng, nodes: Vec<NodeReader>) -> Drawer {
+        Drawer { rng, nodes, samples: vec![], dram: 0 }
+    }
+
+    /// Draw the samples of every job of a batch, in order.
+    pub fn draw(&mut self, l: &Layout, page_size: u64, line_size: u64, batch: &Batch) {
+        let ps = page_size;
+        let lines_per_page = (ps / line_size.max(1)).max(1);
+        let line = ps / lines_per_page;
+        for job in &batch.jobs {
+            let pieces = &batch.pieces[job.pieces.clone()];
+            let totals = job.totals;
+            self.samples.reserve(job.take as usize);
+            for i in 0..job.take {
+                let rng = &mut self.rng;
+                let dram = job.dram >= 1.0 || rng.random::<f64>() < job.dram;
+                let write = job.writes > 0.0 && rng.random::<f64>() < job.writes;
+                let Some(p) = pick(pieces, write, rng.random::<f64>(), totals[usize::from(write)])
+                    .or_else(|| pick(pieces, !write, 0.5, totals[usize::from(!write)]))
+                else {
+                    break;
+                };
+                let page = p.start + rng.random_range(0..(p.end - p.start).max(1));
+                let o = &l.objects[p.obj];
+                let addr = (o.start_vpn + page as u64) * ps + rng.random_range(0..lines_per_page) * line;
+                // Local or remote from where the page lives now (pages move only in a cycle's
+                // plan, before which the samples drawn so far are handed over) and the sample's
+                // CPU; a page not yet placed counts as local.
+                let level = if !dram {
+                    MemLevel::Cache
+                } else {
+                    let at = if page < o.npages {
+                        self.nodes[p.obj].get(page)
+                    } else {
+                        l.find_page(job.app as usize, addr / ps).and_then(|(o, i)| self.nodes[o].get(i))
+                    };
+                    if at.is_some_and(|n| n != job.node) {
+                        MemLevel::RemoteDram
+                    } else {
+                        MemLevel::LocalDram
+                    }
+                };
+                self.dram += u64::from(dram);
+                self.samples.push(Sample {
+                    app: job.app,
+                    tid: job.tid,
+                    cpu: job.cpu,
+                    addr,
+                    kind: if write { SampleKind::Store } else { SampleKind::Load },
+                    time_ns: (job.t0 + (i as f64 + 0.5) * job.step) as u64,
+                    data_src: Some(encode(level, write)),
+                    latency_ns: if dram { job.latency } else { None },
+                    phys: None,
+                });
+            }
+        }
+    }
+}
+
+/// What the run sends the drawing thread.
+pub(crate) enum ToDrawer {
+    Batch(Batch),
+    /// Hand the samples drawn so far over (in exchange for an empty vector to fill next).
+    HandOver(Vec<Sample>),
+}
+
+/// Samples handed over, and how many of them are DRAM accesses.
+pub(crate) struct HandedOver {
+    pub samples: Vec<Sample>,
+    pub dram: u64,
+}
+
+/// Where samples are drawn.
+pub(crate) enum Sampler {
+    /// On the run's thread.
+    Inline(Drawer),
+    /// On a second thread.
+    Thread { tx: Sender<ToDrawer>, rx: Receiver<HandedOver> },
+    /// Between the two (only while a thread starts or stops).
+    Moving,
+}
+
+/// The drawing thread: draws every batch it gets, hands samples over when asked; ends (giving
+/// its drawer back) when the run drops its end of the channel.
+pub(crate) fn serve(
+    mut d: Drawer,
+    l: &Layout,
+    page_size: u64,
+    line_size: u64,
+    rx: Receiver<ToDrawer>,
+    tx: Sender<HandedOver>,
+) -> Drawer {
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ToDrawer::Batch(b) => d.draw(l, page_size, line_size, &b),
+            ToDrawer::HandOver(empty) => {
+                let samples = std::mem::replace(&mut d.samples, empty);
+                let dram = std::mem::take(&mut d.dram);
+                if tx.send(HandedOver { samples, dram }).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    d
+}
