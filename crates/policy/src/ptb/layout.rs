@@ -19,9 +19,10 @@
 //! way, so that the model's errors cancel. The scores are decayed means over cycles of the log
 //! of each candidate's throughput relative to the layout in force (programs whose phases want
 //! different layouts keep one that is good on average); of the candidates ahead by more than
-//! [`super::home::SWITCH_GAIN`], the one whose saving over the layout's expected residency (as
-//! long again as it has held, after a prior of `horizon_s`), less `payback` times the pages
-//! it moves (data at home that its threads leave, or whose placement changes), is largest.
+//! [`super::home::SWITCH_GAIN`], the one whose saving over the layout's expected residency (the
+//! chunks' change-point rule: the mean period between the program's layout changes, after a
+//! prior of `horizon_s`), less `payback` times the pages it moves (data at home that its
+//! threads leave, or whose placement changes), is largest.
 
 use super::chunks::{ChunkKey, Target};
 use super::closed::Closed;
@@ -45,8 +46,10 @@ pub struct AppLayout {
     pub wide: bool,
     /// Percent of each private chunk at home ([`super::home::SHARES`]).
     pub pct: u8,
-    /// When (seconds of management) the layout was last changed.
-    pub since_s: f64,
+    /// When (seconds of management) the program's layout was first evaluated, and how many
+    /// times it changed since (its expected residency, as for chunks).
+    pub first_s: f64,
+    pub changes: u16,
     /// Cycles the layouts were evaluated in.
     pub evals: u32,
     /// Per candidate: decayed mean of the log of its predicted throughput relative to the
@@ -56,7 +59,7 @@ pub struct AppLayout {
 
 impl AppLayout {
     fn new(wide: bool) -> Self {
-        AppLayout { wide, pct: 100, since_s: 0.0, evals: 0, scores: BTreeMap::new() }
+        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, scores: BTreeMap::new() }
     }
 }
 
@@ -251,14 +254,18 @@ impl Ptb {
             {
                 let l = self.layout.get_mut(&app).expect("inserted above");
                 l.scores = scores.clone();
+                if l.first_s.is_nan() {
+                    l.first_s = now_s;
+                }
                 l.evals = l.evals.saturating_add(1);
             }
             stats.insert(format!("layout_nodes_app{app}"), own.len() as f64);
             stats.insert(format!("layout_wide_app{app}"), f64::from(u8::from(lay.wide)));
             stats.insert(format!("home_pct_app{app}"), f64::from(lay.pct));
-            // Expected residency: as long again as the layout has held, after a prior of
-            // `horizon_s` (a program just started is expected to run for a while).
-            let residency = (now_s - lay.since_s).max(0.0) + self.p.horizon_s;
+            // Expected residency, the change-point rule of the chunks: the mean period between
+            // layout changes so far, after a prior of `horizon_s`.
+            let first_s = if lay.first_s.is_nan() { now_s } else { lay.first_s };
+            let residency = ((now_s - first_s).max(0.0) + self.p.horizon_s) / (f64::from(lay.changes) + 1.0);
             let mut pick: Option<(Candidate, f64)> = None;
             for (&c, &sc) in &scores {
                 // The first evaluation takes the best spread and home share outright (nothing was
@@ -288,7 +295,8 @@ impl Ptb {
             let Some(((k, wide, pct), _)) = pick else { continue };
             stats.insert(format!("layout_changed_app{app}"), k as f64);
             let evals = lay.evals + 1;
-            self.layout.insert(app, AppLayout { wide, pct, since_s: now_s, evals, scores: BTreeMap::new() });
+            let changes = lay.changes.saturating_add(1);
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, scores: BTreeMap::new() });
             if k != own.len() {
                 moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
                 self.table.forget_users(app);
