@@ -107,8 +107,8 @@ pub struct Ptb {
     /// Whether the first cycles are short: not where ptb spreads new pages itself (nothing
     /// then piles up on one node).
     quick_start: bool,
-    /// Cycles before this index are quick (`start_cycle_ms`, `start_period`): the first
-    /// `start_cycles`, and as many again at a new phase ([`Ptb::after_cycle`]).
+    /// Cycles before this index are quick (a quarter of the cycle, half the period): the
+    /// first [`QUICK_CYCLES`], and as many again at a new phase ([`Ptb::after_cycle`]).
     quick_until: u32,
     /// The previous cycle's memory traffic, as a share of machine bandwidth.
     last_demand: f64,
@@ -339,7 +339,7 @@ impl Ptb {
             src: Vec<f64>,
             from: Vec<f64>,
             /// Seconds the move has to pay back in.
-            horizon_s: f64,
+            residency_s: f64,
         }
         let keys = self.table.keys_by_weight(MIN_SAMPLES);
         if homes && weights.per_app.is_none() {
@@ -368,7 +368,7 @@ impl Ptb {
                 _ => Target::Spread,
             };
             // How long this target is expected to hold: the one change-point rule.
-            let horizon_s = c.observe_target(want, snap.now.as_secs_f64(), p.horizon_s);
+            let residency_s = c.observe_target(want, snap.now.as_secs_f64(), p.horizon_s);
             if c.placed == Some(want) {
                 continue;
             }
@@ -380,7 +380,7 @@ impl Ptb {
                 c.placed = Some(want); // already there
                 continue;
             }
-            cands.push(Cand { key, range, want, a: c.accesses_per_s(), src: c.src_shares(), from, horizon_s });
+            cands.push(Cand { key, range, want, a: c.accesses_per_s(), src: c.src_shares(), from, residency_s });
         }
         // Predicted loads with every candidate applied; spread private chunks off overloaded nodes.
         let mut after = load.acc.clone();
@@ -421,7 +421,7 @@ impl Ptb {
                     - model::LoadModel::mean_latency(later, &c.src, &to))
                 / p.mlp;
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app));
-            if !unpriced && cost > 0.0 && saving_ns_per_s * c.horizon_s < p.payback * cost {
+            if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;
             }
             *stats.entry(if bound { "moves_bandwidth_bound" } else { "moves_latency_bound" }.into()).or_default() +=
