@@ -209,9 +209,15 @@ impl Policy for Ptb {
             return plan;
         }
         if self.p.pin_threads {
-            let load = model::LoadModel::new(snap, &demand);
-            let homes = self.home_moves_on(snap.machine);
-            let moved = self.choose_layout(snap, &load, &mem_nodes, homes, &mut plan.stats);
+            // Without access rates (fault samples) the model cannot price a layout: the
+            // threads stay on their nodes.
+            let moved = if unpriced {
+                vec![]
+            } else {
+                let load = model::LoadModel::new(snap, &demand);
+                let homes = self.home_moves_on(snap.machine);
+                self.choose_layout(snap, &load, &mem_nodes, homes, &mut plan.stats)
+            };
             if !moved.is_empty() {
                 plan.stats.insert("layout_thread_moves".into(), moved.len() as f64);
                 plan.threads.extend(moved);
