@@ -13,6 +13,8 @@ use std::str::FromStr;
 pub enum PolicyKind {
     /// ptb's own policy: bandwidth-aware, cost-aware placement of threads and pages (default).
     Ptb,
+    /// ptb's first controller (v1), kept for comparison with `ptb` (v2).
+    PtbV1,
     /// The published PTB algorithm, faithfully (cosine clustering + recursive KL + NodeScore).
     PtbClassic,
     /// AsymSched: thread clusters on the best-connected node sets of an asymmetric fabric.
@@ -33,7 +35,7 @@ pub enum PolicyKind {
 
 impl PolicyKind {
     /// All kinds, in table order.
-    pub const ALL: [PolicyKind; 9] = [
+    pub const ALL: [PolicyKind; 10] = [
         PolicyKind::FirstTouch,
         PolicyKind::Interleave,
         PolicyKind::WeightedInterleave,
@@ -42,6 +44,7 @@ impl PolicyKind {
         PolicyKind::Asymsched,
         PolicyKind::Selective,
         PolicyKind::PtbClassic,
+        PolicyKind::PtbV1,
         PolicyKind::Ptb,
     ];
 
@@ -49,6 +52,7 @@ impl PolicyKind {
     pub fn name(self) -> &'static str {
         match self {
             PolicyKind::Ptb => "ptb",
+            PolicyKind::PtbV1 => "ptb-v1",
             PolicyKind::PtbClassic => "ptb-classic",
             PolicyKind::Asymsched => "asymsched",
             PolicyKind::Selective => "selective",
@@ -64,6 +68,7 @@ impl PolicyKind {
     pub fn describe(self) -> &'static str {
         match self {
             PolicyKind::Ptb => "ptb's own controller: bandwidth-, phase- and cost-aware page placement",
+            PolicyKind::PtbV1 => "ptb's first controller (v1), kept to compare ptb with",
             PolicyKind::PtbClassic => "the published PTB algorithm (cosine clustering, recursive KL, NodeScore)",
             PolicyKind::Asymsched => "AsymSched: clusters on the best-connected nodes, migration budget",
             PolicyKind::Selective => "selective migration of recurring sampled regions",
@@ -79,6 +84,7 @@ impl PolicyKind {
     pub fn params(self) -> &'static [ParamDoc] {
         match self {
             PolicyKind::Ptb => crate::ptb::PARAMS,
+            PolicyKind::PtbV1 => crate::ptb_v1::PARAMS,
             PolicyKind::PtbClassic => crate::ptb_classic::PARAMS,
             PolicyKind::Asymsched => crate::asymsched::PARAMS,
             PolicyKind::Selective => crate::selective::PARAMS,
@@ -144,6 +150,7 @@ impl FromStr for PolicySpec {
 pub fn build(spec: PolicySpec, params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     let inner: Box<dyn Policy> = match spec.kind {
         PolicyKind::Ptb => Box::new(crate::ptb::Ptb::from_params(params)?),
+        PolicyKind::PtbV1 => Box::new(crate::ptb_v1::PtbV1::from_params(params)?),
         PolicyKind::PtbClassic => Box::new(crate::ptb_classic::PtbClassic::from_params(params)?),
         PolicyKind::Asymsched => Box::new(crate::asymsched::AsymSched::from_params(params)?),
         PolicyKind::Selective => Box::new(crate::selective::Selective::from_params(params)?),
@@ -219,6 +226,8 @@ mod tests {
         let d = documented(PolicyKind::Ptb);
         assert_eq!(ptb::PtbParams::from_params(&d).unwrap(), ptb::PtbParams::from_params(&none).unwrap());
         assert_eq!(ptb::PtbParams::from_params(&none).unwrap(), ptb::PtbParams::default());
+        let d = documented(PolicyKind::PtbV1);
+        assert_eq!(crate::ptb_v1::PtbParams::from_params(&d).unwrap(), crate::ptb_v1::PtbParams::default());
         let d = documented(PolicyKind::PtbClassic);
         assert_eq!(
             ptb_classic::PtbClassic::from_params(&d).unwrap().config(),

@@ -29,6 +29,7 @@ pub mod follow;
 pub mod interleave;
 pub mod ptb;
 pub mod ptb_classic;
+pub mod ptb_v1;
 pub mod selective;
 
 pub use actuator::{Actuator, ApplyReport, Capabilities};
@@ -48,7 +49,7 @@ use thiserror::Error;
 /// Errors building or configuring a policy.
 #[derive(Debug, Error)]
 pub enum PolicyError {
-    #[error("unknown policy `{0}` (known: ptb, ptb-classic, asymsched, selective, autonuma, interleave, weighted-interleave, first-touch, fixed)")]
+    #[error("unknown policy `{0}` (known: ptb, ptb-v1, ptb-classic, asymsched, selective, autonuma, interleave, weighted-interleave, first-touch, fixed)")]
     Unknown(String),
     #[error("{origin}: parameter `{policy}.{key}`: {reason}")]
     Param { origin: String, policy: String, key: String, reason: String },

@@ -46,22 +46,18 @@ pub struct ChunkState {
     pub by_home: Counts,
     /// Target the chunk was last moved to.
     pub placed: Option<Target>,
-    /// Target seen in the last cycles and for how many cycles in a row.
-    pub pending: Option<(Target, u32)>,
-    /// The target of the chunk's current period, and since when (seconds of management) the
-    /// chunk has had a target of that node.
+    /// Target seen in the last cycle, when the chunk was first seen (seconds of management)
+    /// and how many times its target's node changed since ([`ChunkState::observe_target`]).
     pub last_want: Option<Target>,
-    pub since_s: f64,
-    /// Another node (or spread) seen since: since when, and for how many cycles in a row.
-    /// It starts a new period only once it has held `confirm` cycles; a shorter flicker is
-    /// sampling noise and the current period goes on.
-    pub flip: Option<(Target, f64, u32)>,
-    /// Total seconds and number of past periods with a node target [0] and a spread target [1].
-    pub held_s: [f32; 2],
-    pub held_n: [u16; 2],
+    pub first_s: f64,
+    pub changes: u16,
     /// The top node and its share before this cycle's samples (a share that just fell is a
     /// phase ending, not a mixed chunk).
     pub prev_top: (NodeIdx, f32),
+    /// Decayed accesses per second ([`ChunkState::accesses_per_s`]).
+    rate: f32,
+    /// Samples of the cycle being ingested.
+    fresh: f32,
     decay: f64,
 }
 
@@ -72,13 +68,12 @@ impl ChunkState {
             by_src: smallvec::smallvec![0.0; nodes],
             by_home: smallvec::smallvec![0.0; nodes],
             placed: None,
-            pending: None,
             last_want: None,
-            since_s: 0.0,
-            flip: None,
-            held_s: [0.0; 2],
-            held_n: [0; 2],
+            first_s: f64::NAN,
+            changes: 0,
             prev_top: (NodeIdx(0), 0.0),
+            rate: 0.0,
+            fresh: 0.0,
             decay,
         }
     }
@@ -106,63 +101,29 @@ impl ChunkState {
         self.prev_top.1 > 0.0 && (top != self.prev_top.0 || (share as f32) < 0.75 * self.prev_top.1)
     }
 
-    /// Estimated accesses per second (steady state of the decayed sum).
-    pub fn accesses_per_s(&self, period: u64, cycle: std::time::Duration) -> f64 {
-        let secs = cycle.as_secs_f64().max(1e-6);
-        self.total() * (1.0 - self.decay) * period as f64 / secs
+    /// Estimated accesses per second: the decayed mean of each cycle's samples x period /
+    /// cycle length (cycles of other lengths and periods weigh alike).
+    pub fn accesses_per_s(&self) -> f64 {
+        f64::from(self.rate)
     }
 
-    /// Record this cycle's target; returns how long (seconds) this target is expected to
-    /// last: unbounded (`f64::INFINITY`) while the chunk has never held a target of this kind
-    /// (a node, or spread) before, else the longer of the mean length of its past periods of
-    /// this kind and the current period so far. A chunk whose accessors alternate with the
-    /// program's phases thus gets the length of the phase that wants this target as its
-    /// horizon: a move toward the placement of a short phase must pay back within it, while
-    /// the placement of the long phase is still taken. Another node on top ends a period at
-    /// once (another user); between a node and spread, the new target must hold `confirm`
-    /// cycles in a row (the new period then dates from its first cycle): a chunk near the
-    /// mixed threshold whose target flickers for a cycle with sampling noise keeps its period,
-    /// and its horizon, rather than counting a string of short "phases".
-    pub fn observe_target(&mut self, want: Target, now_s: f64, confirm: u32) -> f64 {
-        let kind = |t: Target| usize::from(matches!(t, Target::Spread));
-        let mut since = self.since_s;
-        match self.last_want {
-            None => {
-                self.last_want = Some(want);
-                self.since_s = now_s;
-                since = now_s;
-            }
-            Some(w) if w.node() == want.node() => {
-                self.last_want = Some(want);
-                self.flip = None;
-            }
-            Some(w) => {
-                let (t0, n) = match self.flip {
-                    Some((f, t0, n)) if f.node() == want.node() => (t0, n.saturating_add(1)),
-                    _ => (now_s, 1),
-                };
-                since = t0;
-                // Another node on top is another user: a new period at once. Between a
-                // node and spread (the same user near the mixed threshold), wait.
-                let other_node = w.node().is_some() && want.node().is_some();
-                if other_node || n >= confirm.max(1) {
-                    let k = kind(w);
-                    self.held_s[k] += (t0 - self.since_s).max(0.0) as f32;
-                    self.held_n[k] = self.held_n[k].saturating_add(1);
-                    self.last_want = Some(want);
-                    self.since_s = t0;
-                    self.flip = None;
-                } else {
-                    self.flip = Some((want, t0, n));
-                }
-            }
+    /// Record this cycle's target (at `now_s`, seconds of management) and return how long it
+    /// is expected to hold: the one change-point rule. With a prior of one period of `prior_s`,
+    /// the mean length of the periods between changes of the chunk's users (another node, or a
+    /// node and spread) seen so far: `(time watched + prior_s) / (changes + 1)`. Data whose
+    /// users never changed is expected to keep them as long as it has been watched, plus the
+    /// prior; data whose users alternate with the program's phases (a transpose after local
+    /// work), for about one phase, so that a move toward one phase's placement must pay back
+    /// within it.
+    pub fn observe_target(&mut self, want: Target, now_s: f64, prior_s: f64) -> f64 {
+        if self.first_s.is_nan() {
+            self.first_s = now_s;
         }
-        let k = kind(want);
-        if self.held_n[k] == 0 {
-            f64::INFINITY
-        } else {
-            (self.held_s[k] as f64 / self.held_n[k] as f64).max(now_s - since)
+        if self.last_want.is_some_and(|w| w.node() != want.node()) {
+            self.changes = self.changes.saturating_add(1);
         }
+        self.last_want = Some(want);
+        ((now_s - self.first_s).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
     }
 
     /// Shares of the accesses by issuing node.
@@ -220,17 +181,37 @@ impl ChunkTable {
     /// Returns the sampled traffic matrix: samples from threads on node s (row) to pages on
     /// node d (column); pages of unknown location count on the thread's node. One pass over
     /// the samples does both.
-    pub fn ingest(&mut self, snap: &Snapshot, decay: f64) -> Vec<Vec<f64>> {
+    pub fn ingest(&mut self, snap: &Snapshot, decay: f64, period: u64) -> Vec<Vec<f64>> {
         let m = snap.machine;
         let nn = m.n_nodes();
+        let cpu_node = cpu_to_node(m);
+        // Evidence ages with observation, not with time: a node whose threads issued fewer
+        // samples per thread this cycle than the others (stalled by page copies, waiting at a
+        // barrier) keeps more of what was seen of it. Else a node silent for a cycle would make
+        // data every node reads look like the other nodes' own.
+        let (mut seen, mut threads) = (vec![0.0f64; nn], vec![0.0f64; nn]);
+        for t in snap.threads {
+            threads[t.node.ix()] += 1.0;
+        }
+        for s in snap.samples {
+            if let Some(&n) = cpu_node.get(s.cpu.0 as usize).filter(|&&n| n != u16::MAX) {
+                seen[n as usize] += 1.0;
+            }
+        }
+        let per_thread = |n: usize| if threads[n] > 0.0 { seen[n] / threads[n] } else { 0.0 };
+        let best = (0..nn).map(per_thread).fold(0.0, f64::max);
+        let node_decay: Counts = (0..nn)
+            .map(
+                |n| if best > 0.0 && threads[n] > 0.0 { decay.powf(per_thread(n) / best) as f32 } else { decay as f32 },
+            )
+            .collect();
         for c in self.map.values_mut() {
             let (top, share) = c.top_node();
             c.prev_top = (top, share as f32);
+            c.by_src.iter_mut().zip(&node_decay).for_each(|(x, d)| *x *= d);
             let d = decay as f32;
-            c.by_src.iter_mut().for_each(|x| *x *= d);
             c.by_home.iter_mut().for_each(|x| *x *= d);
         }
-        let cpu_node = cpu_to_node(m);
         let mut traffic = vec![vec![0.0; nn]; nn];
         let shift = m.page_size.trailing_zeros();
         for s in snap.samples {
@@ -244,9 +225,17 @@ impl ChunkTable {
             traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
             let c = self.map.entry(key).or_insert_with(|| ChunkState::new(nn, decay));
             c.by_src[src as usize] += 1.0;
+            c.fresh += 1.0;
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;
             }
+        }
+        let scale = period as f64 / snap.cycle.as_secs_f64().max(1e-6);
+        for c in self.map.values_mut() {
+            let now = (f64::from(c.fresh) * scale) as f32;
+            c.rate =
+                if c.rate == 0.0 && c.fresh > 0.0 { now } else { decay as f32 * c.rate + (1.0 - decay as f32) * now };
+            c.fresh = 0.0;
         }
         self.map.retain(|_, c| c.total() >= 0.05);
         traffic
@@ -281,6 +270,17 @@ impl ChunkTable {
             moved / all
         } else {
             0.0
+        }
+    }
+
+    /// Forget who uses the chunks of `app` (its threads moved: the evidence names the nodes
+    /// they left) and the history of their targets; where their pages are is kept.
+    pub fn forget_users(&mut self, app: AppId) {
+        for (k, c) in self.map.iter_mut() {
+            if k.app == app {
+                let nn = c.by_src.len();
+                *c = ChunkState { by_home: std::mem::take(&mut c.by_home), ..ChunkState::new(nn, c.decay) };
+            }
         }
     }
 

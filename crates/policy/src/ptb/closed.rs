@@ -69,9 +69,38 @@ impl<'a> Closed<'a> {
     /// Predicted accesses per second of all threads when node s's accesses go to the memory
     /// nodes in the shares `shape[s]` (rows summing to 1; a zero row: no accesses).
     pub fn throughput(&self, shape: &[Vec<f64>]) -> f64 {
+        let x: Vec<f64> = (0..shape.len()).map(|s| self.load.path[s].iter().sum()).collect();
+        self.solve(&self.threads, &self.compute_ns, shape, x)
+    }
+
+    /// Threads per node and compute time per access (ns) of each node's threads as calibrated.
+    pub fn calibration(&self) -> (&[f64], &[f64]) {
+        (&self.threads, &self.compute_ns)
+    }
+
+    /// Predicted accesses per second of all threads when `threads[s]` threads computing
+    /// `compute_ns[s]` per access run on node s and send their accesses to the memory nodes in
+    /// the shares `shape[s]`: another placement of the threads as well as of the pages.
+    pub fn throughput_for(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>]) -> f64 {
+        let m = self.load;
+        let x: Vec<f64> = (0..shape.len())
+            .map(|s| {
+                let l = mean(&shape[s], &m.idle[s]);
+                let n = threads.get(s).copied().unwrap_or(0.0);
+                let c = compute_ns.get(s).copied().unwrap_or(0.0);
+                if n > 0.0 && shape[s].iter().any(|&f| f > 0.0) {
+                    n * 1e9 / (c + l / self.mlp).max(1e-3)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        self.solve(threads, compute_ns, shape, x)
+    }
+
+    fn solve(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>], mut x: Vec<f64>) -> f64 {
         let m = self.load;
         let nn = shape.len();
-        let mut x: Vec<f64> = (0..nn).map(|s| m.path[s].iter().sum()).collect();
         let path_of =
             |x: &[f64]| -> Vec<Vec<f64>> { (0..nn).map(|s| shape[s].iter().map(|f| f * x[s]).collect()).collect() };
         for _ in 0..ITERATIONS {
@@ -81,7 +110,7 @@ impl<'a> Closed<'a> {
                     continue;
                 }
                 let l = mean(&shape[s], &lat[s]);
-                let want = self.threads[s] * 1e9 / (self.compute_ns[s] + l / self.mlp).max(1e-3);
+                let want = threads[s] * 1e9 / (compute_ns[s] + l / self.mlp).max(1e-3);
                 x[s] += DAMPING * (want - x[s]);
             }
         }

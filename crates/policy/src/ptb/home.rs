@@ -17,7 +17,7 @@
 
 use super::chunks::Target;
 use super::closed::Closed;
-use super::model::{target_shares, LoadModel};
+use super::model::{target_shares, LoadModel, Weights};
 use ptb_topology::NodeIdx;
 
 /// Home shares tried, in percent of a chunk's pages.
@@ -28,6 +28,7 @@ pub const SWITCH_GAIN: f64 = 0.10;
 
 /// A private chunk's traffic and where its pages are now.
 pub struct Private {
+    pub app: ptb_profile::AppId,
     pub node: NodeIdx,
     /// Accesses per second.
     pub a: f64,
@@ -38,11 +39,11 @@ pub struct Private {
 }
 
 /// Per-source access shares once every private chunk sits at `pct` of its home node.
-pub fn shape(load: &LoadModel, private: &[Private], pct: u8, weights: &[(NodeIdx, u32)]) -> Vec<Vec<f64>> {
+pub fn shape(load: &LoadModel, private: &[Private], pct: u8, weights: &Weights) -> Vec<Vec<f64>> {
     let nn = load.acc.len();
     let (mut acc, mut path) = (load.acc.clone(), load.path.clone());
     for c in private {
-        let to = target_shares(Target::Node(c.node, pct), weights, nn);
+        let to = target_shares(Target::Node(c.node, pct), weights.of(c.app), nn);
         LoadModel::shift(&mut acc, &mut path, c.a, &c.src, &c.from, &to);
     }
     path.iter()
@@ -59,7 +60,7 @@ pub fn predict(
     closed: &Closed,
     load: &LoadModel,
     private: &[Private],
-    weights: &[(NodeIdx, u32)],
+    weights: &Weights,
     current: u8,
 ) -> Option<Vec<(u8, f64)>> {
     if private.is_empty() {

@@ -126,6 +126,21 @@ pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], nn: usize) -> Vec<f6
     v
 }
 
+/// The spread weights of every program: its own where programs run on nodes of their own
+/// ([`super::layout`]), else one set for all.
+#[derive(Clone, Debug, Default)]
+pub struct Weights {
+    pub global: Vec<(NodeIdx, u32)>,
+    pub per_app: Option<std::collections::BTreeMap<ptb_profile::AppId, Vec<(NodeIdx, u32)>>>,
+}
+
+impl Weights {
+    /// The weights a chunk of `app` is spread with.
+    pub fn of(&self, app: ptb_profile::AppId) -> &[(NodeIdx, u32)] {
+        self.per_app.as_ref().and_then(|m| m.get(&app)).map_or(&self.global, |w| w.as_slice())
+    }
+}
+
 /// Best estimate of where the chunk's pages are now.
 pub fn current_shares(c: &ChunkState, resident: &[f64]) -> Vec<f64> {
     if c.by_home.iter().any(|&x| x > 0.0) {

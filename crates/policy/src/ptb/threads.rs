@@ -5,25 +5,30 @@
 //! to a thread are left behind at its next migration: locality does not hold without pins.
 //!
 //! Approach: every managed thread is pinned to one node (a node, not a CPU: the kernel still
-//! balances within it), and ptb never changes how many threads a node runs once it has placed
-//! them, so the spread over memory controllers is kept whatever the data says.
-//! - **Blocks** ([`blocks`]): threads, in order of program then tid, are cut into contiguous
-//!   blocks, one per allowed node with CPUs, sized in proportion to the node's CPUs. Threads
-//!   with neighbouring ids (which share the edges of their slices in a domain decomposition,
-//!   as OpenMP's `proc_bind(close)` assumes) run together; a program with fewer threads than
-//!   CPUs is spread over every controller; programs run together get nodes of their own. When the threads
-//!   outnumber the CPUs none is pinned: the scheduler time-shares the CPUs better than fixed
-//!   pins (a program that ends early would leave its nodes' CPUs idle). A thread first seen later stays on its node if a CPU there is free of
-//!   pins, else goes to the node with the fewest pinned threads per CPU.
-//! - **Swaps** ([`ThreadPins::swaps`]): a thread whose sampled accesses go confidently
-//!   (Wilson bound, two standard errors) at least `private_share` to pages on another node
-//!   trades places with a thread of that node whose data is, in the same sense, on the first
-//!   one's node: both come home, and no node gains a thread. Data no swap can serve is
-//!   brought to its thread by the page model instead.
+//! balances within it); the number of threads on a node changes only when the model moves a
+//! program to other nodes ([`super::layout`]).
+//! - **Nodes of their own** ([`app_nodes`]): each program, largest first, gets the
+//!   best-connected set of free nodes whose CPUs hold its threads ([`super::nodesets`]); the
+//!   nodes no program needs are every program's to grow into. When the programs do not fit on
+//!   nodes of their own they share every allowed node with CPUs; when the threads outnumber
+//!   the CPUs none is pinned: the scheduler time-shares the CPUs better than fixed pins (a
+//!   program that ends early would leave its nodes' CPUs idle).
+//! - **Blocks** ([`blocks_with`]): a program's threads, in tid order, are cut into contiguous
+//!   blocks over its nodes, sized by their CPUs. Threads with neighbouring ids (which share the
+//!   edges of their slices in a domain decomposition, as OpenMP's `proc_bind(close)` assumes)
+//!   run together. A thread first seen later stays on its node if that is one of its program's
+//!   with a CPU free of pins, else goes to its program's node with the fewest pinned threads
+//!   per CPU; a program whose nodes are full grows by its next free node.
+//! - **Re-layout** ([`ThreadPins::relayout`]): when the model moves a program to other nodes,
+//!   each node keeps as many of its threads as its new share allows; only the others move.
+//! - **Swaps** ([`ThreadPins::swaps`]): a thread whose sampled accesses go to pages on another
+//!   node by the evidence rule ([`super::dominant`]) trades places with a thread of that node
+//!   whose data is, in the same sense, on the first one's node: both come home, and no node
+//!   gains a thread. Data no swap can serve is brought to its thread by the page moves.
 
 use crate::plan::{ThreadMove, ThreadTarget};
 use crate::snapshot::{Snapshot, ThreadState};
-use ptb_profile::Tid;
+use ptb_profile::{AppId, Tid};
 use ptb_topology::{Machine, NodeIdx, NodeSet};
 use std::collections::BTreeMap;
 
@@ -49,12 +54,80 @@ fn quotas(nodes: &[(NodeIdx, usize)], n: usize) -> Vec<usize> {
     q
 }
 
-/// The node of every thread: contiguous blocks of (program, tid) order, one block per allowed
-/// node with CPUs, sized in proportion to its CPUs. Empty when no allowed node has CPUs, and
-/// when the threads outnumber the CPUs: the scheduler then time-shares the CPUs, and pins
-/// would keep a node's threads queued while another node's CPUs idle (a program that ends
-/// early).
-pub fn blocks(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<(Tid, NodeIdx)> {
+/// Where each program's threads may run: its nodes in the order it takes them
+/// ([`super::nodesets::order`]) and how many of them it uses now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppNodes {
+    pub order: Vec<NodeIdx>,
+    /// Nodes in use: the first `k` of `order`.
+    pub k: usize,
+    /// Fewest nodes whose CPUs hold the program's threads.
+    pub k_min: usize,
+}
+
+impl AppNodes {
+    pub fn nodes(&self) -> &[NodeIdx] {
+        &self.order[..self.k.min(self.order.len())]
+    }
+}
+
+/// Every program's nodes, or `None` when the programs do not fit on nodes of their own
+/// (they then share every allowed node in contiguous blocks, [`blocks`]). Programs are placed
+/// largest first, each on the best-connected set of free nodes that holds its threads; the
+/// nodes no program needs are every program's to grow into.
+pub fn app_nodes(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Option<BTreeMap<AppId, AppNodes>> {
+    let nodes = cpu_nodes(m, allowed);
+    let mut count: BTreeMap<AppId, usize> = BTreeMap::new();
+    for t in threads {
+        *count.entry(t.app).or_default() += 1;
+    }
+    if count.is_empty() || count.values().sum::<usize>() > nodes.iter().map(|x| x.1).sum() {
+        return None;
+    }
+    let mut apps: Vec<(AppId, usize)> = count.into_iter().collect();
+    apps.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut free = nodes.clone();
+    let mut own: Vec<(AppId, Vec<NodeIdx>)> = Vec::new();
+    for &(app, n) in &apps {
+        let (order, k) = super::nodesets::order(m, &free, n);
+        if free.iter().filter(|x| order[..k].contains(&x.0)).map(|x| x.1).sum::<usize>() < n {
+            return None;
+        }
+        free.retain(|x| !order[..k].contains(&x.0));
+        own.push((app, order[..k].to_vec()));
+    }
+    let spare: Vec<(NodeIdx, usize)> = free;
+    let spare_ids: Vec<NodeIdx> = spare.iter().map(|x| x.0).collect();
+    Some(
+        own.into_iter()
+            .map(|(app, set)| {
+                let k = set.len();
+                let mut order = set.clone();
+                order.extend(super::nodesets::growth(m, &set, &spare_ids));
+                (app, AppNodes { order, k, k_min: k })
+            })
+            .collect(),
+    )
+}
+
+/// How many of `n` threads each node of `nodes` gets when they run on them.
+pub fn quotas_on(m: &Machine, nodes: &[NodeIdx], n: usize) -> Vec<usize> {
+    let with: Vec<(NodeIdx, usize)> = nodes.iter().map(|&x| (x, m.node(x).cpus.len())).collect();
+    quotas(&with, n)
+}
+
+/// The node of every thread: for programs on nodes of their own ([`app_nodes`]), contiguous
+/// blocks of tid order over the program's nodes (in node order), sized by their CPUs; else
+/// contiguous blocks of (program, tid) order over every allowed node with CPUs. Empty when no
+/// allowed node has CPUs, and when the threads outnumber the CPUs: the scheduler then
+/// time-shares the CPUs, and pins would keep a node's threads queued while another node's
+/// CPUs idle (a program that ends early).
+pub fn blocks_with(
+    m: &Machine,
+    allowed: &NodeSet,
+    threads: &[ThreadState],
+    apps: Option<&BTreeMap<AppId, AppNodes>>,
+) -> Vec<(Tid, NodeIdx)> {
     let nodes = cpu_nodes(m, allowed);
     let mut order: Vec<(u32, Tid)> = threads.iter().map(|t| (t.app, t.tid)).collect();
     order.sort_unstable();
@@ -62,8 +135,21 @@ pub fn blocks(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<(T
     if order.len() > nodes.iter().map(|x| x.1).sum() {
         return vec![];
     }
-    let q = quotas(&nodes, order.len());
     let mut out = Vec::with_capacity(order.len());
+    if let Some(apps) = apps {
+        for (app, an) in apps {
+            let mut set = an.nodes().to_vec();
+            set.sort_unstable();
+            let tids: Vec<Tid> = order.iter().filter(|x| x.0 == *app).map(|x| x.1).collect();
+            let q = quotas_on(m, &set, tids.len());
+            let mut it = tids.into_iter();
+            for (&node, &k) in set.iter().zip(&q) {
+                out.extend(it.by_ref().take(k).map(|tid| (tid, node)));
+            }
+        }
+        return out;
+    }
+    let q = quotas(&nodes, order.len());
     let mut it = order.into_iter();
     for (&(node, _), &k) in nodes.iter().zip(&q) {
         out.extend(it.by_ref().take(k).map(|(_, tid)| (tid, node)));
@@ -78,12 +164,15 @@ pub struct ThreadPins {
     pub node: BTreeMap<Tid, NodeIdx>,
     /// Decayed sampled accesses of each thread, per node of the page.
     data: BTreeMap<Tid, Vec<f64>>,
+    /// Each program's nodes, when the programs run on nodes of their own.
+    pub apps: Option<BTreeMap<AppId, AppNodes>>,
 }
 
 impl ThreadPins {
     /// Pin every thread in contiguous blocks ([`blocks`]): the start plan's moves.
     pub fn start(&mut self, m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<ThreadMove> {
-        let b = blocks(m, allowed, threads);
+        self.apps = app_nodes(m, allowed, threads);
+        let b = blocks_with(m, allowed, threads, self.apps.as_ref());
         self.node = b.iter().copied().collect();
         b.into_iter().map(|(tid, n)| ThreadMove { tid, to: ThreadTarget::Node(n) }).collect()
     }
@@ -104,16 +193,13 @@ impl ThreadPins {
             if snap.threads.len() > cpus {
                 new.clear();
             }
+            if self.apps.is_none() && self.node.is_empty() && !new.is_empty() {
+                // Nothing pinned yet (a program attached, or launched with no threads at the
+                // start): place the programs as at the start.
+                self.apps = app_nodes(snap.machine, snap.allowed, snap.threads);
+            }
             for t in new {
-                let count = |n: NodeIdx| self.node.values().filter(|&&x| x == n).count();
-                // Where it runs, if that node has a CPU no pinned thread holds; else the node
-                // with the fewest pinned threads per CPU.
-                let here = nodes.iter().find(|x| x.0 == t.node && count(x.0) < x.1);
-                let Some(&(n, _)) = here.or_else(|| {
-                    nodes.iter().min_by(|a, b| (count(a.0) * b.1).cmp(&(count(b.0) * a.1)).then(a.0.cmp(&b.0)))
-                }) else {
-                    break;
-                };
+                let n = self.place_new(&nodes, t);
                 self.node.insert(t.tid, n);
                 moves.push(ThreadMove { tid: t.tid, to: ThreadTarget::Node(n) });
             }
@@ -134,23 +220,111 @@ impl ThreadPins {
         moves
     }
 
-    /// The node holding a thread's data, when its sampled accesses go there confidently
-    /// (Wilson lower bound at two standard errors) at least `share` of the time.
-    fn data_node(&self, tid: Tid, share: f64) -> Option<NodeIdx> {
-        let v = self.data.get(&tid)?;
-        let total: f64 = v.iter().sum();
-        let (i, top) = v.iter().enumerate().fold((0, 0.0), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
-        (total > 0.0 && super::wilson_lower(top / total, total, 2.0) >= share).then(|| NodeIdx::from_ix(i))
+    /// Pinned threads per node.
+    fn count(&self, n: NodeIdx) -> usize {
+        self.node.values().filter(|&&x| x == n).count()
+    }
+
+    /// The node of a thread first seen now. Where it runs, if that node is one of its program's
+    /// and has a CPU no pinned thread holds; else its program's node with the fewest pinned
+    /// threads per CPU, if one has a free CPU; else the program grows by its next node no
+    /// other program uses; else (programs sharing nodes) the allowed node with the fewest
+    /// pinned threads per CPU.
+    fn place_new(&mut self, nodes: &[(NodeIdx, usize)], t: &ThreadState) -> NodeIdx {
+        let cpus = |n: NodeIdx| nodes.iter().find(|x| x.0 == n).map_or(0, |x| x.1);
+        let least = |cands: &[NodeIdx], me: &Self| {
+            cands
+                .iter()
+                .copied()
+                .filter(|&n| me.count(n) < cpus(n))
+                .min_by(|&a, &b| (me.count(a) * cpus(b)).cmp(&(me.count(b) * cpus(a))).then(a.cmp(&b)))
+        };
+        if let Some(apps) = &self.apps {
+            let used: Vec<NodeIdx> = apps.values().flat_map(|a| a.nodes().iter().copied()).collect();
+            if let Some(an) = apps.get(&t.app) {
+                let own = an.nodes().to_vec();
+                if own.contains(&t.node) && self.count(t.node) < cpus(t.node) {
+                    return t.node;
+                }
+                if let Some(n) = least(&own, self) {
+                    return n;
+                }
+                let next = an.order[an.k.min(an.order.len())..].iter().copied().find(|n| !used.contains(n));
+                if let (Some(n), Some(apps)) = (next, self.apps.as_mut()) {
+                    if let Some(an) = apps.get_mut(&t.app) {
+                        let at = an.order.iter().position(|&x| x == n).unwrap_or(an.k);
+                        an.order.swap(an.k, at);
+                        an.k += 1;
+                        an.k_min = an.k_min.max(an.k);
+                    }
+                    return n;
+                }
+            }
+        }
+        let here = nodes.iter().find(|x| x.0 == t.node && self.count(x.0) < x.1).map(|x| x.0);
+        let all: Vec<NodeIdx> = nodes.iter().map(|x| x.0).collect();
+        here.or_else(|| least(&all, self))
+            .or_else(|| {
+                nodes
+                    .iter()
+                    .min_by(|a, b| (self.count(a.0) * b.1).cmp(&(self.count(b.0) * a.1)).then(a.0.cmp(&b.0)))
+                    .map(|x| x.0)
+            })
+            .unwrap_or(t.node)
+    }
+
+    /// Run program `app` on `nodes` (which come first in its order from now on): each node
+    /// keeps as many of the threads it has as its new share allows (the lowest tids), the rest
+    /// move, in tid order, to the nodes short of their share. Returns the moves.
+    pub fn relayout(&mut self, m: &Machine, threads: &[ThreadState], app: AppId, nodes: &[NodeIdx]) -> Vec<ThreadMove> {
+        let Some(an) = self.apps.as_mut().and_then(|a| a.get_mut(&app)) else { return vec![] };
+        if nodes.is_empty() {
+            return vec![];
+        }
+        let mut order = nodes.to_vec();
+        order.extend(an.order.iter().copied().filter(|n| !nodes.contains(n)));
+        an.order = order;
+        an.k = nodes.len();
+        let mut set = nodes.to_vec();
+        set.sort_unstable();
+        let mut tids: Vec<Tid> =
+            threads.iter().filter(|t| t.app == app && self.node.contains_key(&t.tid)).map(|t| t.tid).collect();
+        tids.sort_unstable();
+        let q = quotas_on(m, &set, tids.len());
+        let mut kept = vec![0usize; set.len()];
+        let mut moving = Vec::new();
+        for tid in tids {
+            let at = self.node[&tid];
+            match set.iter().position(|&n| n == at) {
+                Some(i) if kept[i] < q[i] => kept[i] += 1,
+                _ => moving.push(tid),
+            }
+        }
+        let mut moves = Vec::new();
+        for tid in moving {
+            let Some(i) = (0..set.len()).find(|&i| kept[i] < q[i]) else { break };
+            kept[i] += 1;
+            self.node.insert(tid, set[i]);
+            self.data.remove(&tid);
+            moves.push(ThreadMove { tid, to: ThreadTarget::Node(set[i]) });
+        }
+        moves
+    }
+
+    /// The node holding a thread's data, when its sampled accesses go there confidently more
+    /// than to any other node ([`super::dominant`]).
+    fn data_node(&self, tid: Tid) -> Option<NodeIdx> {
+        super::dominant(self.data.get(&tid)?)
     }
 
     /// Swap threads each of whose data is on the other's node (see the module docs). Threads
     /// are paired in tid order; a thread moves at most once a cycle.
-    pub fn swaps(&mut self, allowed: &NodeSet, share: f64) -> Vec<ThreadMove> {
+    pub fn swaps(&mut self, allowed: &NodeSet) -> Vec<ThreadMove> {
         let mut away: Vec<(Tid, NodeIdx, NodeIdx)> = self
             .node
             .iter()
             .filter_map(|(&tid, &at)| {
-                let want = self.data_node(tid, share)?;
+                let want = self.data_node(tid)?;
                 (want != at && allowed.contains_idx(want)).then_some((tid, at, want))
             })
             .collect();

@@ -1,0 +1,352 @@
+//! How many nodes each program runs on, over which nodes its shared data is spread, and how
+//! much of its private data stays home.
+//!
+//! Problem: a program with fewer threads than CPUs can run packed on the best-connected nodes
+//! that hold its threads (short distances, few controllers) or spread over more of them (more
+//! controllers and local paths, longer distances); its shared data can be spread over its own
+//! nodes only (close by) or over every memory node (balancing controllers and links); its
+//! private data can stay whole at home or spill part of each chunk to the other nodes. Data
+//! read at random by latency-bound threads (canneal, graph500) wants the first of each;
+//! bandwidth-bound threads (NPB MG, CG) the second.
+//!
+//! Approach: one objective, the throughput of all threads predicted by the closed model
+//! ([`super::closed`]), for every candidate layout of a program: its first `k` nodes
+//! ([`super::nodesets`]) for every `k` from the fewest that hold its threads to every node no
+//! other program uses, each with its shared data on its own nodes or on all, and each home
+//! share. A candidate's threads are spread over its nodes by their CPUs, each computing per
+//! access what the program's threads compute now; its private chunks sit at home at the
+//! candidate's share and its shared chunks are spread. The current layout is evaluated the same
+//! way, so that the model's errors cancel. The scores are decayed means over cycles of the log
+//! of each candidate's throughput relative to the layout in force (programs whose phases want
+//! different layouts keep one that is good on average); of the candidates ahead by more than
+//! [`super::home::SWITCH_GAIN`], the one whose saving over the layout's expected residency (the
+//! chunks' change-point rule: the mean period between the program's layout changes, after a
+//! prior of `horizon_s`), less `payback` times the pages it moves (data at home that its
+//! threads leave, or whose placement changes), is largest.
+
+use super::chunks::{ChunkKey, Target};
+use super::closed::Closed;
+use super::model::{self, LoadModel};
+use super::threads::quotas_on;
+use super::Ptb;
+use crate::plan::ThreadMove;
+use crate::snapshot::Snapshot;
+use ptb_profile::AppId;
+use ptb_topology::{Machine, NodeIdx};
+use std::collections::BTreeMap;
+
+/// A candidate layout: nodes used (the first of the program's order), shared data over every
+/// memory node (else over its own), percent of each private chunk at home.
+type Candidate = (usize, bool, u8);
+
+/// What ptb keeps about each program's layout.
+#[derive(Clone, Debug, Default)]
+pub struct AppLayout {
+    /// Shared data over every memory node (else over the program's own nodes).
+    pub wide: bool,
+    /// Percent of each private chunk at home ([`super::home::SHARES`]).
+    pub pct: u8,
+    /// When (seconds of management) the program's layout was first evaluated, and how many
+    /// times it changed since (its expected residency, as for chunks).
+    pub first_s: f64,
+    pub changes: u16,
+    /// Cycles the layouts were evaluated in.
+    pub evals: u32,
+    /// Per candidate: decayed mean of the log of its predicted throughput relative to the
+    /// layout in force, over the cycles since the last change.
+    scores: BTreeMap<Candidate, f64>,
+}
+
+impl AppLayout {
+    fn new(wide: bool) -> Self {
+        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, scores: BTreeMap::new() }
+    }
+}
+
+/// Memory nodes of `nodes` (all of `mem_nodes` when none has memory).
+fn own_memory(nodes: &[NodeIdx], mem_nodes: &[NodeIdx]) -> Vec<NodeIdx> {
+    let own: Vec<NodeIdx> = mem_nodes.iter().copied().filter(|n| nodes.contains(n)).collect();
+    if own.is_empty() {
+        mem_nodes.to_vec()
+    } else {
+        own
+    }
+}
+
+/// Spread weights of a layout: over its own memory nodes, in proportion to their bandwidth
+/// where they differ (else evenly); or, wide, the link-aware weights for readers on its nodes
+/// (in proportion to their CPUs) where the machine's links are known, else in proportion to
+/// bandwidth over every memory node.
+pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: bool) -> Vec<(NodeIdx, u32)> {
+    let even = |v: &[NodeIdx]| super::spread_weights(m, v).unwrap_or_else(|| v.iter().map(|&n| (n, 1)).collect());
+    if !wide {
+        return even(&own_memory(nodes, mem_nodes));
+    }
+    let mut src = vec![0.0; m.n_nodes()];
+    for n in nodes {
+        src[n.ix()] = m.node(*n).cpus.len() as f64;
+    }
+    super::spread::link_aware_weights(m, mem_nodes, &src).unwrap_or_else(|| even(mem_nodes))
+}
+
+/// Per source node, the shares of its accesses on each memory node when a `private` share of
+/// them goes to chunks at home (`pct` percent of each at home, the rest spread with `w`) and
+/// the rest to shared chunks spread with `w`.
+fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], nn: usize) -> Vec<f64> {
+    let home = model::target_shares(Target::Node(s, pct), w, nn);
+    let spread = model::target_shares(Target::Spread, w, nn);
+    home.iter().zip(&spread).map(|(h, sp)| private * h + (1.0 - private) * sp).collect()
+}
+
+fn sorted(v: &[NodeIdx]) -> Vec<NodeIdx> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s
+}
+
+impl Ptb {
+    /// Each program's spread weights this cycle, by its layout; `None` when the programs do
+    /// not run on nodes of their own (the global weights then apply).
+    pub(super) fn app_weights(
+        &mut self,
+        m: &Machine,
+        mem_nodes: &[NodeIdx],
+    ) -> Option<BTreeMap<AppId, Vec<(NodeIdx, u32)>>> {
+        let apps = self.pins.apps.clone()?;
+        let mut out = BTreeMap::new();
+        for (app, an) in apps {
+            let wide = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).wide;
+            let w = self.cached_weights(m, mem_nodes, an.nodes(), wide);
+            out.insert(app, w);
+        }
+        Some(out)
+    }
+
+    fn cached_weights(
+        &mut self,
+        m: &Machine,
+        mem_nodes: &[NodeIdx],
+        nodes: &[NodeIdx],
+        wide: bool,
+    ) -> Vec<(NodeIdx, u32)> {
+        self.weight_cache
+            .entry((sorted(nodes), wide, mem_nodes.to_vec()))
+            .or_insert_with(|| weights(m, mem_nodes, nodes, wide))
+            .clone()
+    }
+
+    /// Accesses per second to `app`'s private and shared chunks.
+    fn app_traffic(&self, app: AppId, mem_nodes: &[NodeIdx], homes: bool) -> (f64, f64) {
+        let (mut private, mut shared) = (0.0, 0.0);
+        for key in self.table.keys_by_weight(super::params::MIN_SAMPLES).into_iter().filter(|k| k.app == app) {
+            let Some(c) = self.table.get(key) else { continue };
+            if homes && super::private_home(c, &self.p, mem_nodes).is_some() {
+                private += c.accesses_per_s();
+            } else {
+                shared += c.accesses_per_s();
+            }
+        }
+        (private, shared)
+    }
+
+    /// Choose every program's layout (see the module docs); returns the thread moves of the
+    /// programs whose nodes change (their chunks' evidence of who uses them is forgotten: it
+    /// names the nodes the threads leave).
+    pub(super) fn choose_layout(
+        &mut self,
+        snap: &Snapshot,
+        load: &LoadModel,
+        mem_nodes: &[NodeIdx],
+        homes: bool,
+        stats: &mut BTreeMap<String, f64>,
+    ) -> Vec<ThreadMove> {
+        let Some(apps) = self.pins.apps.clone() else { return vec![] };
+        let m = snap.machine;
+        let nn = m.n_nodes();
+        let mut threads = vec![0.0; nn];
+        for t in snap.threads {
+            threads[t.node.ix()] += 1.0;
+        }
+        let measured = super::measured_latency_ns(snap);
+        let closed = Closed::new(load, threads, &measured, self.p.mlp);
+        let (thr, comp) = {
+            let (a, b) = closed.calibration();
+            (a.to_vec(), b.to_vec())
+        };
+        let base_shape: Vec<Vec<f64>> = load
+            .path
+            .iter()
+            .map(|r| {
+                let t: f64 = r.iter().sum();
+                r.iter().map(|x| if t > 0.0 { x / t } else { 0.0 }).collect()
+            })
+            .collect();
+        let used: Vec<NodeIdx> = apps.values().flat_map(|a| a.nodes().iter().copied()).collect();
+        let now_s = snap.now.as_secs_f64();
+        let mut moves = Vec::new();
+        for (&app, an) in &apps {
+            let (private_a, shared_a) = self.app_traffic(app, mem_nodes, homes);
+            if private_a + shared_a <= 0.0 {
+                continue;
+            }
+            let private = private_a / (private_a + shared_a);
+            let own = an.nodes().to_vec();
+            let n_threads = snap.threads.iter().filter(|t| t.app == app).count();
+            // Compute time per access: the mean over the program's nodes whose threads issued
+            // accesses this cycle (a node stalled for the whole cycle says nothing).
+            let active = |n: &&NodeIdx| load.path[n.ix()].iter().sum::<f64>() > 0.0;
+            let on_own: f64 = own.iter().filter(active).map(|n| thr[n.ix()]).sum();
+            if n_threads == 0 || on_own <= 0.0 {
+                continue;
+            }
+            let c_app = own.iter().filter(active).map(|n| thr[n.ix()] * comp[n.ix()]).sum::<f64>() / on_own;
+            // Candidate node sets: its own nodes first, then the nodes of its order that no other
+            // program uses, in that order.
+            let mut order: Vec<NodeIdx> = own.clone();
+            order.extend(an.order.iter().copied().filter(|n| !own.contains(n) && !used.contains(n)));
+            let lay = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).clone();
+            let eval = |me: &mut Ptb, nodes: &[NodeIdx], wide: bool, pct: u8| -> f64 {
+                let w = me.cached_weights(m, mem_nodes, nodes, wide);
+                let set = sorted(nodes);
+                let q = quotas_on(m, &set, n_threads);
+                let (mut t2, mut c2, mut sh2) = (thr.clone(), comp.clone(), base_shape.clone());
+                for n in &own {
+                    t2[n.ix()] = 0.0;
+                    sh2[n.ix()] = vec![0.0; nn];
+                }
+                for (n, k) in set.iter().zip(&q) {
+                    t2[n.ix()] = *k as f64;
+                    c2[n.ix()] = c_app;
+                    sh2[n.ix()] = row(*n, private, pct, &w, nn);
+                }
+                closed.throughput_for(&t2, &c2, &sh2)
+            };
+            let now = eval(self, &own, lay.wide, lay.pct);
+            if now <= 0.0 {
+                continue;
+            }
+            let pcts: &[u8] = if homes && private > 0.0 { &super::home::SHARES } else { &[100] };
+            let mut scores = lay.scores.clone();
+            // Node sets beyond the fewest are candidates only where they split the threads
+            // evenly: a program whose threads meet at barriers runs at the pace of its busiest
+            // node, which the throughput model does not see.
+            let even = |k: usize| {
+                let q = quotas_on(m, &sorted(&order[..k]), n_threads);
+                q.iter().max() == q.iter().min()
+            };
+            for k in (an.k_min.min(order.len()).max(1)..=order.len()).filter(|&k| k == own.len() || even(k)) {
+                // Spreading over every memory node with link-aware weights is a candidate where
+                // the machine's links differ in width (the 8-node Opteron's 8- and 16-bit links):
+                // elsewhere the bandwidth-proportional spread over the program's nodes was as
+                // good or better (broadwell-cod-4n, simulated).
+                let wides: &[bool] = if super::spread::links_differ(m) { &[false, true] } else { &[false] };
+                for &wide in wides {
+                    for &pct in pcts {
+                        let r = (eval(self, &order[..k], wide, pct) / now).max(1e-9).ln();
+                        let sc = scores.entry((k, wide, pct)).or_insert(r);
+                        if lay.evals > 0 && !lay.scores.is_empty() {
+                            *sc = super::params::DECAY * *sc + (1.0 - super::params::DECAY) * r;
+                        }
+                    }
+                }
+            }
+            let cur: Candidate = (own.len(), lay.wide, lay.pct);
+            {
+                let l = self.layout.get_mut(&app).expect("inserted above");
+                l.scores = scores.clone();
+                if l.first_s.is_nan() {
+                    l.first_s = now_s;
+                }
+                l.evals = l.evals.saturating_add(1);
+            }
+            stats.insert(format!("layout_nodes_app{app}"), own.len() as f64);
+            stats.insert(format!("layout_wide_app{app}"), f64::from(u8::from(lay.wide)));
+            stats.insert(format!("home_pct_app{app}"), f64::from(lay.pct));
+            // Expected residency, the change-point rule of the chunks: the mean period between
+            // layout changes so far, after a prior of `horizon_s`.
+            let first_s = if lay.first_s.is_nan() { now_s } else { lay.first_s };
+            let residency = ((now_s - first_s).max(0.0) + self.p.horizon_s) / (f64::from(lay.changes) + 1.0);
+            let mut pick: Option<(Candidate, f64)> = None;
+            for (&c, &sc) in &scores {
+                // The first evaluation takes the best spread and home share outright (nothing was
+                // placed for the ones in force yet); other nodes, and later changes, need the
+                // margin (moving threads costs more than the model sees: caches, and the
+                // evidence of who uses what starts over).
+                let margin =
+                    if lay.evals == 0 && c.0 == own.len() { 0.0 } else { (1.0 + super::home::SWITCH_GAIN).ln() };
+                if c == cur || c.0 > order.len() || sc <= margin {
+                    continue;
+                }
+                let to = &order[..c.0];
+                let cost = self.layout_cost_ns(
+                    snap,
+                    app,
+                    (&own, lay.wide, lay.pct),
+                    (to, c.1, c.2),
+                    mem_nodes,
+                    homes,
+                    n_threads,
+                );
+                let net = n_threads as f64 * 1e9 * (1.0 - (-sc).exp()) * residency - self.p.payback * cost;
+                if net > 0.0 && pick.is_none_or(|p| net > p.1 * (1.0 + 1e-9)) {
+                    pick = Some((c, net));
+                }
+            }
+            let Some(((k, wide, pct), _)) = pick else { continue };
+            stats.insert(format!("layout_changed_app{app}"), k as f64);
+            let evals = lay.evals + 1;
+            let changes = lay.changes.saturating_add(1);
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, scores: BTreeMap::new() });
+            if k != own.len() {
+                moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
+                self.table.forget_users(app);
+            }
+        }
+        moves
+    }
+
+    /// Migration cost (ns) of the pages a layout change moves that would not move otherwise:
+    /// private chunks at home whose node loses threads, and chunks whose placement changes.
+    #[allow(clippy::too_many_arguments)]
+    fn layout_cost_ns(
+        &self,
+        snap: &Snapshot,
+        app: AppId,
+        (from_nodes, from_wide, from_pct): (&[NodeIdx], bool, u8),
+        (to_nodes, to_wide, to_pct): (&[NodeIdx], bool, u8),
+        mem_nodes: &[NodeIdx],
+        homes: bool,
+        n_threads: usize,
+    ) -> f64 {
+        let m = snap.machine;
+        let nn = m.n_nodes();
+        let w_from = self.weight_cache.get(&(sorted(from_nodes), from_wide, mem_nodes.to_vec())).cloned();
+        let w_to = self.weight_cache.get(&(sorted(to_nodes), to_wide, mem_nodes.to_vec())).cloned();
+        let (Some(w_from), Some(w_to)) = (w_from, w_to) else { return 0.0 };
+        let q_from = quotas_on(m, &sorted(from_nodes), n_threads);
+        let q_to = quotas_on(m, &sorted(to_nodes), n_threads);
+        let share = |set: &[NodeIdx], q: &[usize], n: NodeIdx| {
+            sorted(set).iter().zip(q).find(|x| *x.0 == n).map_or(0.0, |x| *x.1 as f64)
+        };
+        let overlap = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x.min(*y)).sum::<f64>();
+        let mut pages = 0.0;
+        let keys: Vec<ChunkKey> =
+            self.table.keys_by_weight(super::params::MIN_SAMPLES).into_iter().filter(|k| k.app == app).collect();
+        for key in keys {
+            let (Some(c), Some(r)) = (self.table.get(key), self.table.range_of(key, snap.regions)) else { continue };
+            let from = model::current_shares(c, &model::resident_shares(snap, &r, nn));
+            let (now_t, new_t, stay) = match super::private_home(c, &self.p, mem_nodes).filter(|_| homes) {
+                Some(top) => {
+                    let before = share(from_nodes, &q_from, top);
+                    let stay = if before > 0.0 { (share(to_nodes, &q_to, top) / before).min(1.0) } else { 1.0 };
+                    (Target::Node(top, from_pct), Target::Node(top, to_pct), stay)
+                }
+                None => (Target::Spread, Target::Spread, 1.0),
+            };
+            let move_now = 1.0 - overlap(&from, &model::target_shares(now_t, &w_from, nn));
+            let move_new = stay * (1.0 - overlap(&from, &model::target_shares(new_t, &w_to, nn))) + (1.0 - stay);
+            pages += (move_new - move_now).max(0.0) * r.npages as f64;
+        }
+        pages * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
+    }
+}
