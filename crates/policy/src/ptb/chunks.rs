@@ -284,6 +284,17 @@ impl ChunkTable {
         }
     }
 
+    /// Forget where the chunks of `app` were last moved to (its spread weights changed: a chunk
+    /// spread with the old ones is not where its target now says); each is then compared with
+    /// its target again, and left alone where it is within the tolerance of it.
+    pub fn forget_placed(&mut self, app: AppId) {
+        for (k, c) in self.map.iter_mut() {
+            if k.app == app {
+                c.placed = None;
+            }
+        }
+    }
+
     /// Every chunk's state, in no particular order.
     pub fn states(&self) -> impl Iterator<Item = &ChunkState> {
         self.map.values()

@@ -70,7 +70,7 @@ impl<'a> Closed<'a> {
     /// nodes in the shares `shape[s]` (rows summing to 1; a zero row: no accesses).
     pub fn throughput(&self, shape: &[Vec<f64>]) -> f64 {
         let x: Vec<f64> = (0..shape.len()).map(|s| self.load.path[s].iter().sum()).collect();
-        self.solve(&self.threads, &self.compute_ns, shape, x)
+        self.solve(&self.threads, &self.compute_ns, shape, x).iter().sum()
     }
 
     /// Threads per node and compute time per access (ns) of each node's threads as calibrated.
@@ -78,10 +78,10 @@ impl<'a> Closed<'a> {
         (&self.threads, &self.compute_ns)
     }
 
-    /// Predicted accesses per second of all threads when `threads[s]` threads computing
+    /// Predicted accesses per second of each node's threads when `threads[s]` threads computing
     /// `compute_ns[s]` per access run on node s and send their accesses to the memory nodes in
     /// the shares `shape[s]`: another placement of the threads as well as of the pages.
-    pub fn throughput_for(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>]) -> f64 {
+    pub fn rates_for(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>]) -> Vec<f64> {
         let m = self.load;
         let x: Vec<f64> = (0..shape.len())
             .map(|s| {
@@ -98,7 +98,7 @@ impl<'a> Closed<'a> {
         self.solve(threads, compute_ns, shape, x)
     }
 
-    fn solve(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>], mut x: Vec<f64>) -> f64 {
+    fn solve(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>], mut x: Vec<f64>) -> Vec<f64> {
         let m = self.load;
         let nn = shape.len();
         let path_of =
@@ -130,7 +130,7 @@ impl<'a> Closed<'a> {
                 }
                 x[s] * f
             })
-            .sum()
+            .collect()
     }
 }
 
@@ -215,6 +215,20 @@ mod tests {
         let (load, nn) = local_load(0.1);
         let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
         assert!(c.throughput(&spread(nn)) < c.throughput(&local(nn)));
+    }
+
+    #[test]
+    fn the_threads_whose_data_sits_behind_a_saturated_link_are_the_slowest() {
+        // The 8-node Opteron, every node reading from every memory node alike at a high load:
+        // the nodes whose routes cross its narrow links predict a lower rate per thread, which
+        // is the pace of a program whose threads share the work evenly.
+        let (load, nn) = local_load(0.9);
+        let c = Closed::new(&load, vec![8.0; nn], &vec![Some(300.0); nn], 6.0);
+        let even = shape(nn, 1.0 / nn as f64, |_| 1.0);
+        let x = c.rates_for(&[8.0; 8], c.calibration().1, &even);
+        assert!(x.iter().all(|r| r.is_finite() && *r > 0.0), "{x:?}");
+        let (lo, hi) = x.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        assert!(lo < 0.95 * hi, "{x:?}");
     }
 
     proptest::proptest! {

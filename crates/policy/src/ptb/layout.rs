@@ -219,7 +219,19 @@ impl Ptb {
                     c2[n.ix()] = c_app;
                     sh2[n.ix()] = row(*n, private, pct, &w, nn);
                 }
-                closed.throughput_for(&t2, &c2, &sh2)
+                // The program's threads share its work evenly (its node sets split them
+                // evenly), so it runs at the pace of its slowest node's threads: a layout that
+                // leaves one node's threads behind (their data behind a saturated link) is as
+                // slow as if all its threads were that slow. Other programs' threads count
+                // as they run.
+                let x = closed.rates_for(&t2, &c2, &sh2);
+                let pace = set
+                    .iter()
+                    .filter(|n| t2[n.ix()] > 0.0)
+                    .map(|n| x[n.ix()] / t2[n.ix()])
+                    .fold(f64::INFINITY, f64::min);
+                let others: f64 = (0..nn).filter(|&s| !set.iter().any(|n| n.ix() == s)).map(|s| x[s]).sum();
+                others + if pace.is_finite() { pace * n_threads as f64 } else { 0.0 }
             };
             let now = eval(self, &own, lay.wide, lay.pct);
             if now <= 0.0 {
@@ -296,10 +308,19 @@ impl Ptb {
             stats.insert(format!("layout_changed_app{app}"), k as f64);
             let evals = lay.evals + 1;
             let changes = lay.changes.saturating_add(1);
-            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, scores: BTreeMap::new() });
+            // The scores are relative to the layout in force: re-based on the new one, not
+            // forgotten, so that one cycle's prediction right after a change (noisy: the moved
+            // data is not seen yet) cannot undo it against the margin.
+            let base = scores.get(&(k, wide, pct)).copied().unwrap_or(0.0);
+            let scores = scores.iter().map(|(c, v)| (*c, v - base)).collect();
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, scores });
             if k != own.len() {
                 moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
                 self.table.forget_users(app);
+            } else if wide != lay.wide {
+                // The same nodes with other spread weights: chunks spread with the old ones
+                // are re-placed (a spread chunk's target names no weights).
+                self.table.forget_placed(app);
             }
         }
         moves

@@ -618,3 +618,23 @@ fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more()
     let plans = run_cycles(&mut p, &w, &light, 65536, 3);
     assert!(plans.iter().all(|p| p.threads.is_empty()), "{:?}", plans.iter().map(|p| &p.stats).collect::<Vec<_>>());
 }
+
+#[test]
+fn chunks_spread_with_old_weights_are_compared_with_their_target_again() {
+    // A spread chunk's target names no weights: when its program's spread weights change,
+    // forgetting where it was placed makes the next cycle compare it with the new ones.
+    let w = world(2048, 0);
+    let s = all_shared(400);
+    let mut p = Ptb::new(PtbParams::default());
+    run_cycles(&mut p, &w, &s, 65536, 3);
+    let keys = p.table.keys_by_weight(MIN_SAMPLES);
+    assert!(!keys.is_empty());
+    assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed == Some(Target::Spread)));
+    p.table.forget_placed(1); // another program's: nothing changes
+    assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed == Some(Target::Spread)));
+    let evidence: Vec<f64> = keys.iter().map(|k| p.table.get(*k).unwrap().total()).collect();
+    p.table.forget_placed(0);
+    assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed.is_none()));
+    // Who uses them is kept.
+    assert_eq!(evidence, keys.iter().map(|k| p.table.get(*k).unwrap().total()).collect::<Vec<_>>());
+}
