@@ -46,6 +46,9 @@ pub struct ChunkState {
     pub by_home: Counts,
     /// Target the chunk was last moved to.
     pub placed: Option<Target>,
+    /// Shares of the chunk's pages by node where ptb last moved it (known exactly, unlike the
+    /// sampled homes); `None` until it moves one.
+    pub moved_to: Option<Counts>,
     /// Target seen in the last cycle, when the chunk was first seen (seconds of management)
     /// and how many times its target's node changed since ([`ChunkState::observe_target`]).
     pub last_want: Option<Target>,
@@ -68,6 +71,7 @@ impl ChunkState {
             by_src: smallvec::smallvec![0.0; nodes],
             by_home: smallvec::smallvec![0.0; nodes],
             placed: None,
+            moved_to: None,
             last_want: None,
             first_s: f64::NAN,
             changes: 0,
@@ -274,12 +278,17 @@ impl ChunkTable {
     }
 
     /// Forget who uses the chunks of `app` (its threads moved: the evidence names the nodes
-    /// they left) and the history of their targets; where their pages are is kept.
+    /// they left) and the history of their targets; where their pages are (sampled, and where
+    /// ptb moved them) is kept.
     pub fn forget_users(&mut self, app: AppId) {
         for (k, c) in self.map.iter_mut() {
             if k.app == app {
                 let nn = c.by_src.len();
-                *c = ChunkState { by_home: std::mem::take(&mut c.by_home), ..ChunkState::new(nn, c.decay) };
+                *c = ChunkState {
+                    by_home: std::mem::take(&mut c.by_home),
+                    moved_to: c.moved_to.take(),
+                    ..ChunkState::new(nn, c.decay)
+                };
             }
         }
     }

@@ -141,8 +141,12 @@ impl Weights {
     }
 }
 
-/// Best estimate of where the chunk's pages are now.
+/// Best estimate of where the chunk's pages are now: where ptb moved them, else the sampled
+/// homes, else `resident` (the region's).
 pub fn current_shares(c: &ChunkState, resident: &[f64]) -> Vec<f64> {
+    if let Some(m) = &c.moved_to {
+        return m.iter().map(|&x| f64::from(x)).collect();
+    }
     if c.by_home.iter().any(|&x| x > 0.0) {
         normalise(&c.by_home.iter().map(|&x| x as f64).collect::<Vec<_>>())
     } else {

@@ -635,6 +635,15 @@ fn chunks_spread_with_old_weights_are_compared_with_their_target_again() {
     let evidence: Vec<f64> = keys.iter().map(|k| p.table.get(*k).unwrap().total()).collect();
     p.table.forget_placed(0);
     assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed.is_none()));
-    // Who uses them is kept.
+    // Who uses them is kept, and where ptb moved their pages.
     assert_eq!(evidence, keys.iter().map(|k| p.table.get(*k).unwrap().total()).collect::<Vec<_>>());
+    for k in &keys {
+        let to = p.table.get(*k).unwrap().moved_to.clone().expect("moved by ptb");
+        assert!((to.iter().sum::<f32>() - 1.0).abs() < 1e-3 && to.iter().all(|x| *x > 0.2), "{to:?}");
+    }
+    // With the same weights, a chunk known to be at its target is not moved again, although
+    // its sampled homes (still all on node 0 in this world) say otherwise.
+    let plans = run_cycles(&mut p, &w, &s, 65536, 2);
+    assert!(plans.iter().all(|p| p.ranges.is_empty()), "{:?}", plans.iter().map(|p| &p.ranges).collect::<Vec<_>>());
+    assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed == Some(Target::Spread)));
 }
