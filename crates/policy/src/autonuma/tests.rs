@@ -302,6 +302,6 @@ fn pin_moves_chooses_the_thread_target() {
             targets.extend(cycle(&mut p, &mut w).threads.into_iter().map(|t| t.to));
         }
         assert!(!targets.is_empty());
-        assert!(targets.iter().all(|t| matches!(t, ThreadTarget::NodeUnpinned(_)) == unpinned), "{targets:?}");
+        assert!(targets.iter().all(|t| matches!(t, ThreadTarget::Preferred(_)) == unpinned), "{targets:?}");
     }
 }
