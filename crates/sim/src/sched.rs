@@ -56,7 +56,8 @@
 //!   with no preferred node anywhere the swap is the unbiased one, without an extra draw.
 //! - **Idle balancing**: a CPU left idle while another runs two threads pulls one of them, if
 //!   its affinity allows (Linux's idle and new-idle balancing, from the nearest domain outwards:
-//!   same CPU group first, then same node, then any node). It runs after every plan and every
+//!   same CPU group first, then same node, then any node; across nodes with the preferred-node
+//!   order above). It runs after every plan and every
 //!   tick, so a policy that pins threads to a node one by one does not leave two on one CPU
 //!   while another CPU of that node idles. A pull across CPU groups costs the pulled thread
 //!   `costs.thread_us` of lost cache.
@@ -205,10 +206,22 @@ impl Run<'_> {
                         2
                     }
                 };
+                // Across nodes, 3.13's balancer takes first a thread whose preferred node is
+                // this one, then one off its preferred node or without one, and a thread on its
+                // own preferred node last (the classes of `pull_back`).
+                let rank = |t: usize| {
+                    let p = self.threads[t].cpu_pos;
+                    match self.threads[t].preferred {
+                        _ if dist(p) < 2 => 1,
+                        Some(n) if n == inode => 0,
+                        Some(n) if n == self.sim.cpu_node[p] => 2,
+                        _ => 1,
+                    }
+                };
                 let pick = (0..self.threads.len())
                     .filter(|&t| self.threads[t].alive && self.cpu_load[self.threads[t].cpu_pos] >= 2)
                     .filter(|&t| self.may_run_on(t, idle))
-                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), self.threads[t].cpu_pos, t));
+                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), rank(t), self.threads[t].cpu_pos, t));
                 if let Some(t) = pick {
                     let from = self.threads[t].cpu_pos;
                     self.place_thread(t, idle);
