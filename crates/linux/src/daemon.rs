@@ -427,7 +427,7 @@ pub(crate) fn run_with(
         let this_cycle = now - last_cycle;
         last_cycle = now;
         n += 1;
-        let threads = observe::threads(root, machine, &alive);
+        let (threads, thread_cpu) = observe::threads_with_cpu(root, machine, &alive);
         ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
         if let Some(src) = sampling.source_mut() {
             // Only threads still known to be the targets' own get a sample event.
@@ -466,7 +466,8 @@ pub(crate) fn run_with(
         let snap = Snapshot::new(machine, &cfg.allowed, &threads, &free)
             .at(t0.elapsed(), this_cycle)
             .with_samples(&cycle_samples, sampling.mode(), sampling.period())
-            .with_memory(&pages, &regions);
+            .with_memory(&pages, &regions)
+            .with_thread_cpu(&thread_cpu);
         if let (Act::Real(a), Some(mbps)) = (&mut act, cfg.budget_mbps) {
             let pages = (mbps * 1e6 * this_cycle.as_secs_f64() / machine.page_size as f64) as u64;
             a.set_budget(Some(pages));

@@ -129,6 +129,7 @@ impl World {
             pages: &self.pages,
             regions: &self.regions,
             free_bytes: &self.free,
+            thread_cpu: &[],
         }
     }
 

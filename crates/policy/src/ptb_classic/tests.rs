@@ -77,6 +77,7 @@ impl Fixture {
             pages: &self.pages,
             regions: &[],
             free_bytes: &self.free,
+            thread_cpu: &[],
         }
     }
 
