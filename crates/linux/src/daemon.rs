@@ -169,7 +169,9 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         .map(|t| {
             let cpus = match t.to {
                 ptb_policy::ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
-                ptb_policy::ThreadTarget::NodeUnpinned(n) => format!("{} (once)", m.node(n).cpus.to_list()),
+                ptb_policy::ThreadTarget::Preferred(n) => {
+                    format!("{} (once, preferred node)", m.node(n).cpus.to_list())
+                }
                 ptb_policy::ThreadTarget::Cpu(c) => c.0.to_string(),
             };
             (t.tid, cpus)

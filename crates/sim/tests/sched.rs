@@ -88,3 +88,21 @@ fn the_same_seed_gives_the_same_wandering() {
     assert_eq!(a.runtime_s, b.runtime_s);
     assert_ne!(a.sched_migrations, c.sched_migrations);
 }
+
+#[test]
+fn threads_with_a_preferred_node_are_brought_back_to_it() {
+    // Every thread moved once to a node that becomes its preferred node, its affinity left
+    // open: the wandering still picks them, but the balancer returns each to its node.
+    let s = sim(SimOptions::default());
+    let n = s.layout().threads.len();
+    let pl = StaticPlacement {
+        label: "preferred".into(),
+        threads: (0..n).map(|i| ThreadTarget::Preferred(NodeIdx((i % 4) as u16))).collect(),
+        objects: vec![],
+    };
+    let r = s.run_static(&pl).unwrap();
+    assert!(r.local_fraction > 0.95, "preferred: {}", r.local_fraction);
+    // The wandering still draws them, but nearly every draw ends with the wanderer back home.
+    let ft = s.first_touch().unwrap();
+    assert!(r.sched_migrations * 10 < ft.sched_migrations, "{} vs {}", r.sched_migrations, ft.sched_migrations);
+}

@@ -87,7 +87,7 @@ impl Fixture {
             .iter()
             .map(|t| {
                 plan.threads.iter().find(|mv| mv.tid == t.tid).map_or(t.node.ix(), |mv| match mv.to {
-                    ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => n.ix(),
+                    ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => n.ix(),
                     ThreadTarget::Cpu(c) => self.m.node_of_cpu(c).unwrap().ix(),
                 })
             })
