@@ -491,7 +491,7 @@ fn start_pins_threads_in_blocks_of_neighbours_over_every_allowed_node_with_cpus(
 }
 
 #[test]
-fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_not_pinned() {
+fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_share_every_node() {
     let m = synthetic("nodes=4,cpus=4").unwrap();
     let mut threads: Vec<_> = (0..8u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..8u32).map(|i| thread(&m, 300 + i, 0, 8 + i)));
@@ -500,10 +500,15 @@ fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_n
         let app1 = tid < 300;
         assert_eq!(node >= 2, app1, "program 0 (tids 300..) on nodes 0-1, program 1 on 2-3: {tid} on {node}");
     }
-    // More threads than CPUs together: left to the scheduler.
+    // More threads than CPUs together: each program in contiguous blocks over every node, so
+    // that every node time-shares its CPUs between both and neither leaves a node idle.
     let mut threads: Vec<_> = (0..16u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..16u32).map(|i| thread(&m, 300 + i, 0, i)));
-    assert!(start_pins(&m, &m.all_nodes(), &threads, PtbParams::default()).is_empty());
+    let pins = start_pins(&m, &m.all_nodes(), &threads, PtbParams::default());
+    assert_eq!(pins.len(), 32);
+    for (tid, node) in pins {
+        assert_eq!(node, ((tid % 100) / 4) as u16, "thread {tid}: blocks of 4 per node for each program");
+    }
 }
 
 #[test]
