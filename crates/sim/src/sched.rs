@@ -41,7 +41,8 @@
 //! node dozens of times, so a parallel-initialised program's local share under the default falls
 //! to about one over the number of nodes (26% measured for lu.C and ep.C on 4 nodes) whatever its
 //! exact length; a rate ten times lower would leave lu.C's 30-second run ~30% local. Moves within
-//! a node are not modelled (they cost cache contents only, not locality).
+//! a node cost cache contents only, not locality: only their effect on how the node's CPUs are
+//! shared is modelled (balancing inside a node).
 
 use crate::run::Run;
 use rand::Rng;
