@@ -356,7 +356,7 @@ impl LinuxActuator {
 
     fn cpus_of(&self, t: ThreadTarget) -> CpuSet {
         match t {
-            ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => self.machine.node(n).cpus.clone(),
+            ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => self.machine.node(n).cpus.clone(),
             ThreadTarget::Cpu(c) => {
                 let mut s = CpuSet::new();
                 s.insert_raw(c.0);
@@ -501,10 +501,12 @@ impl Actuator for LinuxActuator {
                 }
             }
             match sys::set_affinity(t.tid, &cpus) {
-                // An unpinned move: the kernel moved the thread when its affinity excluded
-                // its CPU; the original affinity goes back at once (best effort: a sleeping
-                // thread picks its CPU at wake-up, from the mask it has then).
-                Ok(()) if matches!(t.to, ThreadTarget::NodeUnpinned(_)) => {
+                // A move to a preferred node: the kernel moved the thread when its affinity
+                // excluded its CPU; the original affinity goes back at once (best effort: a
+                // sleeping thread picks its CPU at wake-up, from the mask it has then). No
+                // system call sets the kernel's preferred node (`numa_preferred_nid`): from
+                // here the kernel's scheduler (and its own NUMA balancing, if on) decides.
+                Ok(()) if matches!(t.to, ThreadTarget::Preferred(_)) => {
                     if let Some(orig) = self.saved.remove(&t.tid) {
                         if let Err(e) = sys::set_affinity(t.tid, &orig) {
                             self.saved.insert(t.tid, orig);

@@ -169,7 +169,9 @@ fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyRe
         .map(|t| {
             let cpus = match t.to {
                 ptb_policy::ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
-                ptb_policy::ThreadTarget::NodeUnpinned(n) => format!("{} (once)", m.node(n).cpus.to_list()),
+                ptb_policy::ThreadTarget::Preferred(n) => {
+                    format!("{} (once, preferred node)", m.node(n).cpus.to_list())
+                }
                 ptb_policy::ThreadTarget::Cpu(c) => c.0.to_string(),
             };
             (t.tid, cpus)
@@ -425,7 +427,7 @@ pub(crate) fn run_with(
         let this_cycle = now - last_cycle;
         last_cycle = now;
         n += 1;
-        let threads = observe::threads(root, machine, &alive);
+        let (threads, thread_cpu) = observe::threads_with_cpu(root, machine, &alive);
         ids.note_threads(&threads.iter().map(|t| (t.app, t.tid)).collect::<Vec<_>>());
         if let Some(src) = sampling.source_mut() {
             // Only threads still known to be the targets' own get a sample event.
@@ -464,7 +466,8 @@ pub(crate) fn run_with(
         let snap = Snapshot::new(machine, &cfg.allowed, &threads, &free)
             .at(t0.elapsed(), this_cycle)
             .with_samples(&cycle_samples, sampling.mode(), sampling.period())
-            .with_memory(&pages, &regions);
+            .with_memory(&pages, &regions)
+            .with_thread_cpu(&thread_cpu);
         if let (Act::Real(a), Some(mbps)) = (&mut act, cfg.budget_mbps) {
             let pages = (mbps * 1e6 * this_cycle.as_secs_f64() / machine.page_size as f64) as u64;
             a.set_budget(Some(pages));

@@ -23,8 +23,16 @@ pub fn alive(root: &ProcRoot, pid: u32) -> bool {
 /// Threads of the processes `pids`. Threads that exit while being read are skipped; a
 /// process that exited is left out (the caller notices through [`alive`]).
 pub fn threads(root: &ProcRoot, m: &Machine, pids: &[u32]) -> Vec<ThreadState> {
+    threads_with_cpu(root, m, pids).0
+}
+
+/// [`threads`], and the CPU time (user + system, seconds) each has used since it started,
+/// sorted by tid ([`ptb_policy::Snapshot::thread_cpu`]).
+pub fn threads_with_cpu(root: &ProcRoot, m: &Machine, pids: &[u32]) -> (Vec<ThreadState>, Vec<(u32, f64)>) {
     let mut out = Vec::new();
+    let mut cpu_s = Vec::new();
     let all = m.n_cpus();
+    let hz = sys::clock_ticks() as f64;
     for &pid in pids {
         let Ok(tids) = root.tasks(pid) else { continue };
         for tid in tids {
@@ -42,9 +50,12 @@ pub fn threads(root: &ProcRoot, m: &Machine, pids: &[u32]) -> Vec<ThreadState> {
                 group: m.group_of_cpu(cpu).unwrap_or(GroupIdx(0)),
                 affinity,
             });
+            cpu_s.push((tid, st.utime.saturating_add(st.stime) as f64 / hz));
         }
     }
-    out
+    cpu_s.sort_unstable_by_key(|x| x.0);
+    cpu_s.dedup_by_key(|x| x.0);
+    (out, cpu_s)
 }
 
 /// The node (dense index) of every sampled page that is resident.

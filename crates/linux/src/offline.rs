@@ -60,7 +60,7 @@ pub struct OfflinePlan {
 
 fn thread_node(m: &Machine, t: ThreadTarget) -> Option<NodeIdx> {
     match t {
-        ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => Some(n),
+        ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => Some(n),
         ThreadTarget::Cpu(c) => m.node_of_cpu(c),
     }
 }

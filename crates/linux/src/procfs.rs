@@ -108,6 +108,9 @@ pub struct TaskStat {
     /// When the task started, in clock ticks after boot (field 22): with the pid, it names
     /// one task for the life of the machine (a reused pid has a later start time).
     pub starttime: u64,
+    /// CPU time used in user and in kernel mode, in clock ticks (fields 14 and 15).
+    pub utime: u64,
+    pub stime: u64,
 }
 
 /// PF_KTHREAD from include/linux/sched.h.
@@ -245,6 +248,8 @@ pub fn parse_stat(text: &str) -> Result<TaskStat, ParseError> {
         flags: num(6, "flags")?,
         processor: num(36, "processor")? as u32,
         starttime: num(19, "starttime")?,
+        utime: num(11, "utime")?,
+        stime: num(12, "stime")?,
     })
 }
 
@@ -451,6 +456,10 @@ mod tests {
         assert_eq!(st.state, 'R');
         assert_eq!(st.processor, 1);
         assert_eq!(st.starttime, 4461);
+        assert_eq!((st.utime, st.stime), (0, 0));
+        let busy = STAT.replacen("98 0 0 0 0 0 0 0 20", "98 0 0 0 37 5 0 0 20", 1);
+        let st = parse_stat(&busy).unwrap();
+        assert_eq!((st.utime, st.stime), (37, 5));
         assert_eq!(st.flags & PF_KTHREAD, 0);
         assert_eq!(parse_node_memfree(MEMINFO).unwrap(), 1_538_252 * 1024);
     }

@@ -288,6 +288,17 @@ impl Drop for AnonBuffer {
     }
 }
 
+/// Clock ticks per second of the times in /proc/PID/task/TID/stat (USER_HZ).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
 /// The system page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

@@ -17,10 +17,14 @@ pub enum ThreadTarget {
     Node(NodeIdx),
     /// Exactly this CPU.
     Cpu(CpuId),
-    /// A CPU of the node now, the thread's affinity left as it was: the scheduler may move it
-    /// again later (what the kernel's NUMA balancer does with `migrate_task_to` and
-    /// `migrate_swap`).
-    NodeUnpinned(NodeIdx),
+    /// A CPU of the node now, the thread's affinity left as it was, and the node becomes the
+    /// thread's preferred node: what the kernel's NUMA balancer does with `sched_setnuma`
+    /// (`numa_preferred_nid`) then `migrate_task_to` / `migrate_swap`. The scheduler may move
+    /// the thread again later; the simulator's scheduler model keeps it on its preferred node
+    /// as Linux's load balancer does (`sim::sched`). Real Linux has no system call that sets a
+    /// task's preferred node, so the Linux actuator moves the thread once and leaves it to the
+    /// kernel.
+    Preferred(NodeIdx),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,7 +177,7 @@ pub fn validate_plan(plan: &Plan, snap: &Snapshot) -> Result<(), PlanError> {
             return Err(PlanError::UnknownThread(t.tid));
         }
         match t.to {
-            ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
+            ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
                 node_ok(n)?;
                 if !m.node(n).has_cpus() {
                     return Err(PlanError::CpulessNode { tid: t.tid, node: n.0 });

@@ -106,6 +106,10 @@ pub struct Snapshot<'a> {
     pub regions: &'a [Region],
     /// Free memory per node (bytes, dense index).
     pub free_bytes: &'a [u64],
+    /// CPU time each thread has used since it started (user + system, seconds), sorted by tid;
+    /// empty where the driver does not know it (the simulator, recorded traces). From two
+    /// snapshots a policy tells the threads that run from those that mostly wait.
+    pub thread_cpu: &'a [(Tid, f64)],
 }
 
 impl Snapshot<'_> {
@@ -157,6 +161,7 @@ impl<'a> Snapshot<'a> {
             pages: &NoPages,
             regions: &[],
             free_bytes,
+            thread_cpu: &[],
         }
     }
     /// Time since management started, and the length of the cycle the samples are from.
@@ -166,6 +171,14 @@ impl<'a> Snapshot<'a> {
     /// The cycle's samples, the mode they were taken in and the events one sample stands for.
     pub fn with_samples(self, samples: &'a [Sample], sampling: crate::plan::SamplingMode, period: u64) -> Self {
         Snapshot { samples, sampling, sampling_period: period, ..self }
+    }
+    /// The CPU time each thread has used ([`Snapshot::thread_cpu`]), sorted by tid.
+    pub fn with_thread_cpu(self, thread_cpu: &'a [(Tid, f64)]) -> Self {
+        Snapshot { thread_cpu, ..self }
+    }
+    /// CPU seconds `tid` has used since it started, when the driver knows.
+    pub fn cpu_s(&self, tid: Tid) -> Option<f64> {
+        self.thread_cpu.binary_search_by_key(&tid, |x| x.0).ok().map(|i| self.thread_cpu[i].1)
     }
     /// Where pages live, and the managed applications' memory regions.
     pub fn with_memory(self, pages: &'a dyn PageLookup, regions: &'a [Region]) -> Self {

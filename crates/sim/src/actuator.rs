@@ -18,6 +18,7 @@
 
 use crate::run::{Background, Run};
 use ptb_policy::{Actuator, ApplyReport, Capabilities, Plan, RangeOp, SampleControl, SamplingRequest, ThreadTarget};
+use ptb_topology::CpuSet;
 use std::collections::BTreeMap;
 
 pub(crate) struct SimActuator<'r, 'a> {
@@ -56,20 +57,30 @@ impl Run<'_> {
             let Some(t) = self.thread_by_tid(mv.tid) else { continue };
             let (aff, pos) = match mv.to {
                 ThreadTarget::Cpu(c) => {
-                    let mut s = ptb_topology::CpuSet::new();
+                    let mut s = CpuSet::new();
                     s.insert(c);
                     (s, self.sim.cpu_pos(c))
                 }
-                ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
+                // A thread given the node it runs on as its preferred node stays on its CPU.
+                ThreadTarget::Preferred(n) if self.node_of(t) == n.ix() => {
+                    (CpuSet::new(), Some(self.threads[t].cpu_pos))
+                }
+                ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
                     let cpus = self.sim.machine.node(n).cpus.clone();
                     let pos = self.least_loaded(t, &cpus);
                     (cpus, pos)
                 }
             };
             let Some(pos) = pos else { continue };
-            // An unpinned move leaves the thread to the scheduler model afterwards.
-            if !matches!(mv.to, ThreadTarget::NodeUnpinned(_)) {
-                self.threads[t].affinity = Some(aff);
+            // A move to a preferred node leaves the thread to the scheduler model afterwards,
+            // which keeps it on that node as Linux's balancer does; a pin replaces any
+            // preference.
+            match mv.to {
+                ThreadTarget::Preferred(n) => self.threads[t].preferred = Some(n.ix()),
+                _ => {
+                    self.threads[t].affinity = Some(aff);
+                    self.threads[t].preferred = None;
+                }
             }
             if self.place_thread(t, pos) {
                 rep.threads_moved += 1;

@@ -36,6 +36,9 @@ pub(crate) struct Piece {
 pub(crate) struct ThreadRt {
     pub cpu_pos: usize,
     pub affinity: Option<CpuSet>,
+    /// The node a plan made this thread's preferred node (`ThreadTarget::Preferred`, the
+    /// kernel's `numa_preferred_nid`); the scheduler model keeps it there (`crate::sched`).
+    pub preferred: Option<usize>,
     /// Instructions left in the current phase.
     pub remaining: f64,
     pub working: bool,
@@ -135,6 +138,7 @@ impl<'a> Run<'a> {
                 ThreadRt {
                     cpu_pos: pos,
                     affinity: None,
+                    preferred: None,
                     remaining: 0.0,
                     working: false,
                     alive: true,

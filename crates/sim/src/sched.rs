@@ -27,9 +27,37 @@
 //!   node affinity) or one CPU never leaves it. A moved thread loses its cache contents:
 //!   `costs.thread_us` of stall.
 //!
+//! - **Preferred nodes** (3.13's NUMA-aware load balancing, kernel/sched/fair.c). A plan's
+//!   `ThreadTarget::Preferred` gives a thread a preferred node (the kernel's
+//!   `numa_preferred_nid`, set by `sched_setnuma` when NUMA balancing places or moves a task)
+//!   without pinning it. Wandering stays blind to it (3.13's wake-up placement, `wake_affine`
+//!   and `select_idle_sibling`, does not look at it), but the swap that evens the nodes out
+//!   again is the load balancer's, and 3.13's balancer chooses what it pulls back: it classes
+//!   each runqueue as *regular* (a task with no preferred node), *remote* (a task off its
+//!   preferred node) or *all* (every task on its own), classes the busiest node by its lowest
+//!   class (`fbq_classify_group`) and skips runqueues of a higher class (`find_busiest_queue`:
+//!   "avoid migrating ideally placed NUMA tasks as long as better options exist", commit
+//!   0ec8aa00f2b4, merged for 3.13); among those, a task whose move goes to its preferred
+//!   node is taken even when cache-hot (`can_migrate_task` -> `migrate_improves_locality`,
+//!   feature NUMA_FAVOUR_HIGHER, on in 3.13), the others only after failed balancing attempts
+//!   (every task of a fully loaded machine is cache-hot). So the model pulls back, from the
+//!   wanderer's destination node to the CPU it left: a thread of the lowest class there whose
+//!   preferred node is the wanderer's old node (the wanderer itself first: then nothing moves),
+//!   else the thread on the destination CPU if its class allows, else a random thread of the
+//!   lowest class. A thread on its preferred node thus leaves it only with a thread that
+//!   prefers its place, or when every thread of its node is on its own preferred node and a
+//!   wanderer arrived there that cannot go back. NUMA_RESIST_LOWER, which would also refuse
+//!   moves towards nodes with fewer faults, is off in 3.13 and not modelled. Not modelled
+//!   either: the time a wanderer spends away before the balancer returns it (at most a NUMA
+//!   domain's idle balance interval, `min_interval` = its CPU count in ms, `sd_numa_init`),
+//!   3.13's `numa_balancing_settle_count` (4 scan passes after `sched_setnuma`, after which
+//!   NUMA_FAVOUR_HIGHER stops forcing moves; the class rule still applies) and fault counts
+//!   (the kernel also favours a node with more of the task's faults). Nothing here is fitted:
+//!   with no preferred node anywhere the swap is the unbiased one, without an extra draw.
 //! - **Idle balancing**: a CPU left idle while another runs two threads pulls one of them, if
 //!   its affinity allows (Linux's idle and new-idle balancing, from the nearest domain outwards:
-//!   same CPU group first, then same node, then any node). It runs after every plan and every
+//!   same CPU group first, then same node, then any node; across nodes with the preferred-node
+//!   order above). It runs after every plan and every
 //!   tick, so a policy that pins threads to a node one by one does not leave two on one CPU
 //!   while another CPU of that node idles. A pull across CPU groups costs the pulled thread
 //!   `costs.thread_us` of lost cache.
@@ -182,10 +210,22 @@ impl Run<'_> {
                         2
                     }
                 };
+                // Across nodes, 3.13's balancer takes first a thread whose preferred node is
+                // this one, then one off its preferred node or without one, and a thread on its
+                // own preferred node last (the classes of `pull_back`).
+                let rank = |t: usize| {
+                    let p = self.threads[t].cpu_pos;
+                    match self.threads[t].preferred {
+                        _ if dist(p) < 2 => 1,
+                        Some(n) if n == inode => 0,
+                        Some(n) if n == self.sim.cpu_node[p] => 2,
+                        _ => 1,
+                    }
+                };
                 let pick = (0..self.threads.len())
                     .filter(|&t| self.threads[t].alive && self.cpu_load[self.threads[t].cpu_pos] >= 2)
                     .filter(|&t| self.may_run_on(t, idle))
-                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), self.threads[t].cpu_pos, t));
+                    .min_by_key(|&t| (dist(self.threads[t].cpu_pos), rank(t), self.threads[t].cpu_pos, t));
                 if let Some(t) = pick {
                     let from = self.threads[t].cpu_pos;
                     self.place_thread(t, idle);
@@ -243,6 +283,56 @@ impl Run<'_> {
         moved
     }
 
+    /// Which thread the load balancer pulls back to CPU `here` after thread `t`, which ran
+    /// there, wandered onto the busy CPU `dest` of another node (see the module docs,
+    /// **Preferred nodes**). `Some(t)`: the wanderer itself, i.e. nothing changes.
+    fn pull_back(&mut self, t: usize, dest: usize, here: usize) -> Option<usize> {
+        let node = self.sim.cpu_node[dest];
+        let home = self.sim.cpu_node[here];
+        let movable = |o: usize| {
+            self.threads[o].alive
+                && self.threads[o].affinity.as_ref().is_none_or(|s| s.len() > 1)
+                && self.may_run_on(o, here)
+        };
+        // The thread on `dest` swaps with the wanderer, as without preferred nodes.
+        let partner = (0..self.threads.len()).find(|&o| o != t && self.threads[o].cpu_pos == dest && movable(o));
+        // 3.13's classes (`fbq_classify_rq`): 0 regular (no preferred node), 1 remote (off it),
+        // 2 all (on it); the wanderer counts as on `node`.
+        let class = |o: usize| match self.threads[o].preferred {
+            None => 0u8,
+            Some(p) if p != node => 1,
+            Some(_) => 2,
+        };
+        let on_node =
+            |o: usize| o == t || (self.threads[o].alive && self.sim.cpu_node[self.threads[o].cpu_pos] == node);
+        if (0..self.threads.len()).all(|o| !on_node(o) || self.threads[o].preferred.is_none()) {
+            return partner; // nothing prefers a node: the unbiased swap, no extra draw
+        }
+        // `fbq_classify_group` of the destination node: its lowest class.
+        let group = (0..self.threads.len()).filter(|&o| on_node(o)).map(class).min().unwrap_or(0);
+        // `find_busiest_queue` skips runqueues of a higher class than the group's.
+        let eligible: Vec<usize> =
+            (0..self.threads.len()).filter(|&o| on_node(o) && class(o) <= group && (o == t || movable(o))).collect();
+        // `migrate_improves_locality` (NUMA_FAVOUR_HIGHER): a thread whose preferred node is
+        // `here`'s moves even cache-hot, the others wait for failed balancing attempts.
+        let improving: Vec<usize> =
+            eligible.iter().copied().filter(|&o| self.threads[o].preferred == Some(home)).collect();
+        if improving.contains(&t) {
+            return Some(t);
+        }
+        if !improving.is_empty() {
+            return Some(improving[self.rng.random_range(0..improving.len())]);
+        }
+        if partner.is_some_and(|o| eligible.contains(&o)) {
+            return partner;
+        }
+        let others: Vec<usize> = eligible.into_iter().filter(|&o| o != t).collect();
+        if others.is_empty() {
+            return None;
+        }
+        Some(others[self.rng.random_range(0..others.len())])
+    }
+
     /// One scheduler tick of `dt` ns: each movable thread changes node with probability
     /// `1 - exp(-rate dt)`. Returns how many threads moved.
     pub(crate) fn sched_tick(&mut self, dt: f64) -> u64 {
@@ -279,20 +369,18 @@ impl Run<'_> {
                 moved += 1;
                 continue;
             }
-            // Swap with a thread there that may run here.
-            let other = (0..self.threads.len()).find(|&o| {
-                o != t
-                    && self.threads[o].alive
-                    && self.threads[o].cpu_pos == dest
-                    && self.threads[o].affinity.as_ref().is_none_or(|s| s.len() > 1)
-                    && self.may_run_on(o, here)
-            });
-            if let Some(o) = other {
-                self.place_thread(t, dest);
-                self.place_thread(o, here);
-                self.threads[t].stall_ns += stall;
-                self.threads[o].stall_ns += stall;
-                moved += 2;
+            // The balancer evens the nodes out again: one thread of the destination node
+            // comes back to `here`.
+            match self.pull_back(t, dest, here) {
+                Some(o) if o != t => {
+                    self.place_thread(t, dest);
+                    self.place_thread(o, here);
+                    self.threads[t].stall_ns += stall;
+                    self.threads[o].stall_ns += stall;
+                    moved += 2;
+                }
+                // The wanderer itself (back on its preferred node), or no thread may come.
+                _ => {}
             }
         }
         if moved > 0 {

@@ -107,3 +107,21 @@ fn threads_pinned_to_a_node_share_its_cpus_evenly_when_they_outnumber_them() {
     let cpus = run("cpu", (0..n).map(|i| ThreadTarget::Cpu(ptb_topology::CpuId((i % 16) as u32))).collect());
     assert!((nodes / cpus - 1.0).abs() < 0.02, "node pins {nodes} s, CPU pins {cpus} s");
 }
+
+#[test]
+fn threads_with_a_preferred_node_are_brought_back_to_it() {
+    // Every thread moved once to a node that becomes its preferred node, its affinity left
+    // open: the wandering still picks them, but the balancer returns each to its node.
+    let s = sim(SimOptions::default());
+    let n = s.layout().threads.len();
+    let pl = StaticPlacement {
+        label: "preferred".into(),
+        threads: (0..n).map(|i| ThreadTarget::Preferred(NodeIdx((i % 4) as u16))).collect(),
+        objects: vec![],
+    };
+    let r = s.run_static(&pl).unwrap();
+    assert!(r.local_fraction > 0.95, "preferred: {}", r.local_fraction);
+    // The wandering still draws them, but nearly every draw ends with the wanderer back home.
+    let ft = s.first_touch().unwrap();
+    assert!(r.sched_migrations * 10 < ft.sched_migrations, "{} vs {}", r.sched_migrations, ft.sched_migrations);
+}

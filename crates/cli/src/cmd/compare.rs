@@ -98,6 +98,7 @@ fn suite(arg: &str) -> Result<Vec<String>> {
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
                 .filter(|l| !l.is_empty())
+                .map(|l| relative_to_suite(p, &l))
                 .collect();
             if v.is_empty() {
                 bail!("suite file {path}: no workloads (one name or TOML path per line)");
@@ -105,6 +106,25 @@ fn suite(arg: &str) -> Result<Vec<String>> {
             Ok(v)
         }
     }
+}
+
+/// A suite line with each relative TOML path (parts of `a+b` too) resolved against the suite
+/// file's folder when the file is there, so a suite runs from any directory; a path found
+/// only relative to the current directory stays as written.
+fn relative_to_suite(suite: &Path, line: &str) -> String {
+    let dir = suite.parent().unwrap_or(Path::new(""));
+    line.split('+')
+        .map(|part| {
+            let rel = Path::new(part);
+            let here = dir.join(rel);
+            if part.ends_with(".toml") && rel.is_relative() && here.is_file() {
+                here.to_string_lossy().into_owned()
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 /// Pages a policy asked to move in each cycle, and when (seconds of simulated time).

@@ -63,7 +63,7 @@ fn describe_target(m: &Machine, t: ThreadTarget) -> String {
             let cpus = m.nodes.get(n.ix()).map_or(String::new(), |node| format!(" (CPUs {})", node.cpus.to_list()));
             format!("node {}{cpus}", kid(m, n))
         }
-        ThreadTarget::NodeUnpinned(n) => format!("node {} (moved, left unpinned)", kid(m, n)),
+        ThreadTarget::Preferred(n) => format!("node {} (moved, left unpinned, its preferred node)", kid(m, n)),
         ThreadTarget::Cpu(c) => match m.node_of_cpu(c) {
             Some(n) => format!("CPU {} (node {})", c.0, kid(m, n)),
             None => format!("CPU {}", c.0),
@@ -153,7 +153,7 @@ struct RangeJson {
 
 fn thread_json(m: &Machine, t: &ptb_policy::ThreadMove) -> ThreadJson {
     match t.to {
-        ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
+        ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
             ThreadJson { tid: t.tid, node: Some(kid(m, n)), cpu: None }
         }
         ThreadTarget::Cpu(c) => ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| kid(m, n)), cpu: Some(c.0) },

@@ -30,11 +30,14 @@
 //!   faults: "in case it previously failed, or the scheduler moved us". A moved task's scan
 //!   period returns to the minimum.
 //! - The kernel moves a task once and leaves it to the scheduler (its affinity unchanged),
-//!   whose load balancer then favours the task's preferred node (3.13's NUMA_FAVOUR_HIGHER).
-//!   The simulator's scheduler model has no such bias: left to it, moved tasks drift away
-//!   and locality falls to the default's (~33% local on NPB, published 68-77%). So by default
-//!   (`pin_moves`) a thread move pins the task to its node (`ThreadTarget::Node`), standing in
-//!   for that bias; `pin_moves=false` moves it as the kernel does (`ThreadTarget::NodeUnpinned`).
+//!   whose load balancer then keeps the task on its preferred node (3.13: runqueue classes
+//!   that skip well-placed tasks, NUMA_FAVOUR_HIGHER). The plan says the same: a moved task
+//!   gets `ThreadTarget::Preferred(node)` (`sched_setnuma` then `migrate_task_to` /
+//!   `migrate_swap`), and so does a task whose new preferred node is the one it runs on; the
+//!   simulator's scheduler model applies the balancer's bias (`ptb_sim::sched`). On real
+//!   Linux no system call sets a task's preferred node: the actuator moves the task once and
+//!   the kernel's scheduler decides from then on. `pin_moves=true` pins moved tasks to their
+//!   node instead (`ThreadTarget::Node`).
 //! - A task moved in this decision had, in the kernel's timeline, moved at its first fault;
 //!   its later faults of the cycle would have come from its new node, so they move no page
 //!   and the pages remember the new node.
@@ -87,8 +90,8 @@ pub const PARAMS: &[ParamDoc] = &[
     },
     ParamDoc {
         key: "pin_moves",
-        default: "true",
-        doc: "moved tasks stay on their node (true) or are left to the scheduler as the kernel does (false; see README: the simulator's scheduler lacks the kernel's preferred-node bias)",
+        default: "false",
+        doc: "moved tasks are pinned to their node (true) instead of being given it as their preferred node and left to the scheduler, as the kernel does (false)",
     },
 ];
 
@@ -101,7 +104,7 @@ pub struct Tunables {
     pub scan_size_mb: u64,
     pub migrate_deferred: u32,
     /// Thread moves pin the task to its node (`ThreadTarget::Node`) instead of leaving it to
-    /// the scheduler (`ThreadTarget::NodeUnpinned`, what the kernel does).
+    /// the scheduler (`ThreadTarget::Preferred`, what the kernel does).
     pub pin_moves: bool,
 }
 
@@ -114,7 +117,7 @@ impl Default for Tunables {
             scan_period_max: Duration::from_millis(60000),
             scan_size_mb: 256,
             migrate_deferred: 16,
-            pin_moves: true,
+            pin_moves: false,
         }
     }
 }
@@ -319,6 +322,10 @@ impl Policy for AutoNuma {
             faulted.insert(s.tid, ());
         }
 
+        // Preferred nodes before this decision, to tell the plan which ones changed.
+        let pref_before: Vec<Option<usize>> =
+            snap.threads.iter().map(|t| self.tasks.get(&t.tid).and_then(|s| s.preferred)).collect();
+
         // 1. Placement at a task's first fault of a new scan pass (`task_numa_placement`).
         let mut changed: Vec<Tid> = Vec::new();
         let tids: Vec<Tid> = snap.threads.iter().map(|t| t.tid).filter(|t| faulted.contains_key(t)).collect();
@@ -402,12 +409,22 @@ impl Policy for AutoNuma {
             t.preferred = Some(dst);
             t.period_ms = smin;
         }
+        // The plan: moved tasks go to their node, pinned there (`pin_moves`) or with it as their
+        // preferred node (`sched_setnuma` + `migrate_task_to`/`migrate_swap`); a task whose
+        // preferred node changed to the node it runs on gets it too, so the scheduler keeps it
+        // there. (A new preferred node the task could not be moved to is not sent: the plan
+        // cannot name a preferred node without moving the task there.)
         let mut plan = Plan::default();
         for (i, s) in slots.iter().enumerate() {
+            let n = NodeIdx::from_ix(s.node);
             if s.node != before[i] {
-                let n = NodeIdx::from_ix(s.node);
-                let to = if self.t.pin_moves { ThreadTarget::Node(n) } else { ThreadTarget::NodeUnpinned(n) };
+                let to = if self.t.pin_moves { ThreadTarget::Node(n) } else { ThreadTarget::Preferred(n) };
                 plan.threads.push(ThreadMove { tid: s.tid, to });
+            } else if !self.t.pin_moves {
+                let pref = self.tasks.get(&s.tid).and_then(|t| t.preferred);
+                if pref == Some(s.node) && pref != pref_before[i] {
+                    plan.threads.push(ThreadMove { tid: s.tid, to: ThreadTarget::Preferred(n) });
+                }
             }
         }
 

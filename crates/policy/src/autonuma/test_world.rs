@@ -129,6 +129,7 @@ impl World {
             pages: &self.pages,
             regions: &self.regions,
             free_bytes: &self.free,
+            thread_cpu: &[],
         }
     }
 
@@ -139,7 +140,8 @@ impl World {
             let t = self.threads.iter().position(|t| t.tid == m.tid).unwrap();
             let cpu = match m.to {
                 ThreadTarget::Cpu(c) => c,
-                ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => {
+                ThreadTarget::Preferred(n) if self.threads[t].node == n => self.threads[t].cpu,
+                ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
                     // The least-loaded CPU of the node.
                     let used: Vec<CpuId> = self.threads.iter().map(|t| t.cpu).collect();
                     let cpus: Vec<CpuId> = self.machine.node(n).cpus.iter().collect();

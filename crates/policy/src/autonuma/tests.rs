@@ -302,6 +302,33 @@ fn pin_moves_chooses_the_thread_target() {
             targets.extend(cycle(&mut p, &mut w).threads.into_iter().map(|t| t.to));
         }
         assert!(!targets.is_empty());
-        assert!(targets.iter().all(|t| matches!(t, ThreadTarget::NodeUnpinned(_)) == unpinned), "{targets:?}");
+        assert!(targets.iter().all(|t| matches!(t, ThreadTarget::Preferred(_)) == unpinned), "{targets:?}");
+    }
+}
+
+#[test]
+fn a_task_whose_preferred_node_is_its_own_is_told_so_without_a_move() {
+    for pin in [false, true] {
+        // Task 1 runs on node 0 and every page it faults on is there: its preferred node becomes
+        // node 0, where it already runs.
+        let mut w = World::synthetic("nodes=2,cpus=4");
+        w.add_thread(1, 0, 0);
+        w.add_thread(2, 0, 4);
+        w.place(0, 0..64, 0);
+        let mut ps = Params::new();
+        ps.set_assignment(&format!("autonuma.pin_moves={pin}")).unwrap();
+        let mut p = AutoNuma::from_params(&ps).unwrap();
+        cycle(&mut p, &mut w);
+        let mut told = Vec::new();
+        for _ in 0..3 {
+            (0..64).for_each(|v| w.touch(1, v, HintFault));
+            told.extend(cycle(&mut p, &mut w).threads.into_iter().filter(|t| t.tid == 1));
+        }
+        assert_eq!(p.tasks[&1].preferred, Some(0));
+        assert_eq!(w.node_of(1), NodeIdx(0), "never moved");
+        // Unpinned, the plan carries the preferred node (once: it changed once); pinned, a task
+        // that does not move is not in the plan.
+        let want = if pin { vec![] } else { vec![ThreadMove { tid: 1, to: ThreadTarget::Preferred(NodeIdx(0)) }] };
+        assert_eq!(told, want, "pin_moves={pin}");
     }
 }

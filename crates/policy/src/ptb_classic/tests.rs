@@ -77,6 +77,7 @@ impl Fixture {
             pages: &self.pages,
             regions: &[],
             free_bytes: &self.free,
+            thread_cpu: &[],
         }
     }
 
@@ -86,7 +87,7 @@ impl Fixture {
             .iter()
             .map(|t| {
                 plan.threads.iter().find(|mv| mv.tid == t.tid).map_or(t.node.ix(), |mv| match mv.to {
-                    ThreadTarget::Node(n) | ThreadTarget::NodeUnpinned(n) => n.ix(),
+                    ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => n.ix(),
                     ThreadTarget::Cpu(c) => self.m.node_of_cpu(c).unwrap().ix(),
                 })
             })

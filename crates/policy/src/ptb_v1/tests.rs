@@ -66,6 +66,7 @@ fn snap<'a>(w: &'a World, samples: &'a [Sample], period: u64) -> Snapshot<'a> {
         pages: &w.pages,
         regions: &w.regions,
         free_bytes: &w.free,
+        thread_cpu: &[],
     }
 }
 
