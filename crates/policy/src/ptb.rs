@@ -43,6 +43,7 @@
 //! access rate is unknown: the gate and the payback test are skipped and placement follows
 //! locality and sharing alone.
 
+mod busy;
 mod chunks;
 mod closed;
 mod home;

@@ -623,3 +623,39 @@ fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more()
     let plans = run_cycles(&mut p, &w, &light, 65536, 3);
     assert!(plans.iter().all(|p| p.threads.is_empty()), "{:?}", plans.iter().map(|p| &p.stats).collect::<Vec<_>>());
 }
+
+/// The VM harness's case: four workers and a main thread that waits in `join`, on four
+/// one-CPU nodes. Counted as five threads they outnumber the CPUs; with the driver's CPU
+/// times the waiting main thread takes no CPU, and every worker gets a node of its own.
+#[test]
+fn a_thread_that_waits_takes_no_cpu_of_its_own() {
+    let m = synthetic("nodes=4,cpus=1").unwrap();
+    let allowed = m.all_nodes();
+    let threads: Vec<_> = (0..5u32).map(|i| thread(&m, 100 + i, 0, i % 4)).collect();
+    let free = [1u64 << 34; 4];
+    let mut pins = super::threads::ThreadPins::default();
+    let mut moves = vec![];
+    for cycle in 0..3u64 {
+        // Main (tid 100) used 1 ms of CPU per 100 ms cycle; each worker the whole cycle.
+        let cpu: Vec<(u32, f64)> = (0..5u32)
+            .map(|i| (100 + i, if i == 0 { 0.5 + 0.001 * cycle as f64 } else { 0.1 * cycle as f64 }))
+            .collect();
+        let snap = Snapshot::new(&m, &allowed, &threads, &free)
+            .at(std::time::Duration::from_millis(100 * cycle), std::time::Duration::from_millis(100))
+            .with_thread_cpu(&cpu);
+        let got = pins.observe(&snap, DECAY);
+        if cycle == 0 {
+            assert!(got.is_empty(), "no thread is pinned before its CPU share is known: {got:?}");
+        }
+        moves.extend(got);
+    }
+    let mut nodes: Vec<u16> = (101..105u32).map(|t| pins.node[&t].0).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, vec![0, 1, 2, 3], "each worker on a node of its own: {moves:?}");
+    assert!(!pins.node.contains_key(&100), "the waiting main thread is left to the scheduler");
+    // Without CPU times (the simulator) all five count, as before: threads first seen in a
+    // cycle that outnumber the CPUs are left to the scheduler.
+    let mut pins = super::threads::ThreadPins::default();
+    let snap = Snapshot::new(&m, &allowed, &threads, &free);
+    assert!(pins.observe(&snap, DECAY).is_empty());
+}

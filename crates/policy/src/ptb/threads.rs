@@ -174,6 +174,8 @@ pub struct ThreadPins {
     data: BTreeMap<Tid, Vec<f64>>,
     /// Each program's nodes, when the programs run on nodes of their own.
     pub apps: Option<BTreeMap<AppId, AppNodes>>,
+    /// Which threads run and which wait, from the driver's CPU times ([`super::busy`]).
+    busy: super::busy::Busy,
 }
 
 impl ThreadPins {
@@ -208,18 +210,25 @@ impl ThreadPins {
         self.node.retain(|t, _| live.contains(t));
         self.data.retain(|t, _| live.contains(t));
         let nodes = cpu_nodes(snap.machine, snap.allowed);
+        self.busy.observe(snap, decay);
         let mut moves = Vec::new();
         if !nodes.is_empty() {
-            let mut new: Vec<&ThreadState> = snap.threads.iter().filter(|t| !self.node.contains_key(&t.tid)).collect();
+            // Threads that wait take no CPU of their own: they are neither counted nor pinned.
+            // Where the driver reports CPU times, a thread first seen now is pinned once its
+            // share is known, a cycle later.
+            let known = |t: &&ThreadState| snap.thread_cpu.is_empty() || self.busy.known(t.tid);
+            let running: Vec<ThreadState> = snap.threads.iter().filter(|t| self.busy.running(t.tid)).cloned().collect();
+            let mut new: Vec<&ThreadState> =
+                running.iter().filter(|t| !self.node.contains_key(&t.tid)).filter(known).collect();
             new.sort_by_key(|t| (t.app, t.tid));
             let cpus: usize = nodes.iter().map(|x| x.1).sum();
-            if self.apps.is_none() && snap.threads.len() > cpus {
+            if self.apps.is_none() && running.len() > cpus {
                 new.clear();
             }
             if self.apps.is_none() && self.node.is_empty() && !new.is_empty() {
                 // Nothing pinned yet (a program attached, or launched with no threads at the
                 // start): place the programs as at the start.
-                self.apps = app_nodes(snap.machine, snap.allowed, snap.threads);
+                self.apps = app_nodes(snap.machine, snap.allowed, &running);
             }
             for t in new {
                 let n = self.place_new(&nodes, t);
@@ -245,7 +254,7 @@ impl ThreadPins {
 
     /// Pinned threads per node.
     fn count(&self, n: NodeIdx) -> usize {
-        self.node.values().filter(|&&x| x == n).count()
+        self.node.iter().filter(|&(t, &x)| x == n && self.busy.running(*t)).count()
     }
 
     /// The node of a thread first seen now. Where it runs, if that node is one of its program's
