@@ -159,11 +159,12 @@ for run in "ptb-classic 1 2000 1 --set=ptb-classic.min_acc=2" "ptb 8 1000 4"; do
   echo "$chk"
   grep -E 'TESTAPP (pages|refaults)' /tmp/t4.out
   okp=$(echo "$chk" | sed -n 's/.*pages planned=[0-9]* ok=\([0-9]*\).*/\1/p')
+  okt=$(echo "$chk" | sed -n 's/.*threads planned=[0-9]* ok=\([0-9]*\).*/\1/p')
   if [ $rc = 0 ] && [ $arc = 0 ] && [ "${samples:-0}" -gt 0 ] && [ $crc = 0 ] && grep -q 'checksum=ok' /tmp/t4.out \
-     && [ "${okp:-0}" -gt 0 ] && [ "${moved:-0}" -gt 0 ] \
+     && [ "${okp:-0}" -gt 0 ] && [ "${moved:-0}" -gt 0 ] && [ "${okt:-0}" -gt 0 ] \
      && grep -q 'every target has exited' /tmp/t4.err; then
     pass "attach-$pol: samples=$samples pages_moved=$moved threads_moved=$tmoved, ${chk#TESTAPP }, daemon ended with the target"
-  else fail "attach-$pol: rc=$rc app=$arc samples=$samples moved=$moved check=$crc: $chk"; fi
+  else fail "attach-$pol: rc=$rc app=$arc samples=$samples moved=$moved threads ok=$okt check=$crc: $chk"; fi
 done
 
 # 5. The target crashes mid-cycle: logged, ptb exits with the program's status (128+SIGABRT).

@@ -267,3 +267,11 @@ fn bench_policy_defaults_to_the_small_case_and_says_its_cost_and_verdict() {
     assert!(o.contains("target") && (o.contains("pass") || o.contains("FAIL")), "{o}");
     assert!(o.contains("cases meet their target") && o.contains("--large"), "{o}");
 }
+
+#[test]
+fn bench_policy_of_ptb_times_its_goal_case_at_a_real_cycles_samples() {
+    let out = ptb().args(["bench", "policy", "-p", "ptb", "--cycles", "1", "--no-ingest"]).assert().success();
+    let (o, e) = (text(&out.get_output().stdout), text(&out.get_output().stderr));
+    assert!(e.contains("64 threads x 1000000 pages (contiguous, 7600 samples per cycle)"), "{e}");
+    assert!(o.contains("ptb's goal per cycle") && o.contains("slowest cpu ms"), "{o}");
+}

@@ -43,6 +43,7 @@
 //! access rate is unknown: the gate and the payback test are skipped and placement follows
 //! locality and sharing alone.
 
+mod busy;
 mod chunks;
 mod closed;
 mod home;
@@ -455,10 +456,11 @@ impl Ptb {
 }
 
 impl Ptb {
-    /// The home share of `app`'s private chunks: its layout's ([`layout`]) where it runs on
-    /// nodes of its own, else the one share of all programs ([`home`]).
+    /// The home share of `app`'s private chunks: its layout's ([`layout`]) where every program
+    /// runs on nodes of its own, else (programs sharing nodes, or unpinned) the one share of
+    /// all programs ([`home`]).
     fn pct_of(&self, app: ptb_profile::AppId) -> u8 {
-        match (&self.pins.apps, self.layout.get(&app)) {
+        match (self.pins.own(), self.layout.get(&app)) {
             (Some(_), Some(l)) => l.pct,
             _ => self.home.pct,
         }

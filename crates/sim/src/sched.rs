@@ -62,11 +62,15 @@
 //!   while another CPU of that node idles. A pull across CPU groups costs the pulled thread
 //!   `costs.thread_us` of lost cache.
 //!
+//! - **Balancing inside a node**: a CPU running two threads fewer than another CPU of its node
+//!   pulls one of them (see `balance_within_nodes`), after every plan and every tick.
+//!
 //! Calibration: with `rate` = [`DEFAULT_MIGRATIONS_PER_S`], a thread of a 15-60 s run changes
 //! node dozens of times, so a parallel-initialised program's local share under the default falls
 //! to about one over the number of nodes (26% measured for lu.C and ep.C on 4 nodes) whatever its
 //! exact length; a rate ten times lower would leave lu.C's 30-second run ~30% local. Moves within
-//! a node are not modelled (they cost cache contents only, not locality).
+//! a node cost cache contents only, not locality: only their effect on how the node's CPUs are
+//! shared is modelled (balancing inside a node).
 
 use crate::run::Run;
 use rand::Rng;
@@ -238,6 +242,42 @@ impl Run<'_> {
             }
             if !pulled {
                 break;
+            }
+        }
+        moved + self.balance_within_nodes()
+    }
+
+    /// Load balancing inside a node: a CPU running at least two threads fewer than another CPU
+    /// of its node pulls one that may run on it (CFS balances the CPUs of a node every few
+    /// milliseconds). Without it, threads pinned to a node one by one while the node's CPUs
+    /// are time-shared (more threads than CPUs) could stay three to one CPU and one to another,
+    /// and a program waiting at barriers would run at the pace of its most crowded CPU. Pulls
+    /// across CPU groups cost `costs.thread_us` as in idle balancing. Returns how many moved.
+    fn balance_within_nodes(&mut self) -> u64 {
+        let stall = self.sim.costs.thread_us * 1e3;
+        let mut moved = 0;
+        for node in 0..self.sim.node_cpu_pos.len() {
+            let cpus: Vec<usize> =
+                self.sim.node_cpu_pos[node].iter().copied().filter(|&p| self.sim.cpu_allowed[p]).collect();
+            // Each pull lowers the spread of the loads: at most one pull per thread.
+            for _ in 0..self.threads.len() {
+                let Some(&to) = cpus.iter().min_by_key(|&&p| (self.cpu_load[p], p)) else { break };
+                let pick = (0..self.threads.len())
+                    .filter(|&t| self.threads[t].alive)
+                    .filter(|&t| {
+                        let from = self.threads[t].cpu_pos;
+                        self.sim.cpu_node[from] == node && self.cpu_load[from] >= self.cpu_load[to] + 2
+                    })
+                    .filter(|&t| self.may_run_on(t, to))
+                    .max_by_key(|&t| (self.cpu_load[self.threads[t].cpu_pos], std::cmp::Reverse(t)));
+                let Some(t) = pick else { break };
+                let from = self.threads[t].cpu_pos;
+                self.place_thread(t, to);
+                if self.sim.cpu_group[from] != self.sim.cpu_group[to] {
+                    self.threads[t].stall_ns += stall;
+                    self.acc.sched_migration_ns += stall;
+                }
+                moved += 1;
             }
         }
         moved

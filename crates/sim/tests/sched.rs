@@ -90,6 +90,25 @@ fn the_same_seed_gives_the_same_wandering() {
 }
 
 #[test]
+fn threads_pinned_to_a_node_share_its_cpus_evenly_when_they_outnumber_them() {
+    // Two programs of one thread per CPU: 32 threads on 16 CPUs. Pinned to nodes in blocks (8
+    // per 4-CPU node, pinned one by one from where fork balancing put them), the node's CPUs
+    // must end up two threads each, as with thread k pinned to CPU k mod 16: a CPU left with
+    // three would hold every barrier of its programs.
+    let m = ptb_topology::synthetic::synthetic("nodes=4,cpus=4,dies=1").unwrap();
+    let w = || Workload::parse(PRIVATE, "private").unwrap();
+    let s = Simulation::new(m, vec![w(), w()], SimOptions::default()).unwrap();
+    let n = s.layout().threads.len();
+    assert_eq!(n, 32);
+    let run = |label: &str, threads: Vec<ThreadTarget>| {
+        s.run_static(&StaticPlacement { label: label.into(), threads, objects: vec![] }).unwrap().runtime_s
+    };
+    let nodes = run("node-blocks", (0..n).map(|i| ThreadTarget::Node(NodeIdx(((i % 16) / 4) as u16))).collect());
+    let cpus = run("cpu", (0..n).map(|i| ThreadTarget::Cpu(ptb_topology::CpuId((i % 16) as u32))).collect());
+    assert!((nodes / cpus - 1.0).abs() < 0.02, "node pins {nodes} s, CPU pins {cpus} s");
+}
+
+#[test]
 fn threads_with_a_preferred_node_are_brought_back_to_it() {
     // Every thread moved once to a node that becomes its preferred node, its affinity left
     // open: the wandering still picks them, but the balancer returns each to its node.

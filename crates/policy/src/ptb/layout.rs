@@ -112,7 +112,7 @@ impl Ptb {
         m: &Machine,
         mem_nodes: &[NodeIdx],
     ) -> Option<BTreeMap<AppId, Vec<(NodeIdx, u32)>>> {
-        let apps = self.pins.apps.clone()?;
+        let apps = self.pins.own()?.clone();
         let mut out = BTreeMap::new();
         for (app, an) in apps {
             let wide = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).wide;
@@ -160,7 +160,7 @@ impl Ptb {
         homes: bool,
         stats: &mut BTreeMap<String, f64>,
     ) -> Vec<ThreadMove> {
-        let Some(apps) = self.pins.apps.clone() else { return vec![] };
+        let Some(apps) = self.pins.own().cloned() else { return vec![] };
         let m = snap.machine;
         let nn = m.n_nodes();
         let mut threads = vec![0.0; nn];

@@ -492,7 +492,7 @@ fn start_pins_threads_in_blocks_of_neighbours_over_every_allowed_node_with_cpus(
 }
 
 #[test]
-fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_not_pinned() {
+fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_share_every_node() {
     let m = synthetic("nodes=4,cpus=4").unwrap();
     let mut threads: Vec<_> = (0..8u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..8u32).map(|i| thread(&m, 300 + i, 0, 8 + i)));
@@ -501,10 +501,15 @@ fn two_programs_get_nodes_of_their_own_and_threads_that_outnumber_the_cpus_are_n
         let app1 = tid < 300;
         assert_eq!(node >= 2, app1, "program 0 (tids 300..) on nodes 0-1, program 1 on 2-3: {tid} on {node}");
     }
-    // More threads than CPUs together: left to the scheduler.
+    // More threads than CPUs together: each program in contiguous blocks over every node, so
+    // that every node time-shares its CPUs between both and neither leaves a node idle.
     let mut threads: Vec<_> = (0..16u32).map(|i| thread(&m, 200 + i, 1, i)).collect();
     threads.extend((0..16u32).map(|i| thread(&m, 300 + i, 0, i)));
-    assert!(start_pins(&m, &m.all_nodes(), &threads, PtbParams::default()).is_empty());
+    let pins = start_pins(&m, &m.all_nodes(), &threads, PtbParams::default());
+    assert_eq!(pins.len(), 32);
+    for (tid, node) in pins {
+        assert_eq!(node, ((tid % 100) / 4) as u16, "thread {tid}: blocks of 4 per node for each program");
+    }
 }
 
 #[test]
@@ -646,4 +651,40 @@ fn chunks_spread_with_old_weights_are_compared_with_their_target_again() {
     let plans = run_cycles(&mut p, &w, &s, 65536, 2);
     assert!(plans.iter().all(|p| p.ranges.is_empty()), "{:?}", plans.iter().map(|p| &p.ranges).collect::<Vec<_>>());
     assert!(keys.iter().all(|k| p.table.get(*k).unwrap().placed == Some(Target::Spread)));
+}
+
+/// The VM harness's case: four workers and a main thread that waits in `join`, on four
+/// one-CPU nodes. Counted as five threads they outnumber the CPUs; with the driver's CPU
+/// times the waiting main thread takes no CPU, and every worker gets a node of its own.
+#[test]
+fn a_thread_that_waits_takes_no_cpu_of_its_own() {
+    let m = synthetic("nodes=4,cpus=1").unwrap();
+    let allowed = m.all_nodes();
+    let threads: Vec<_> = (0..5u32).map(|i| thread(&m, 100 + i, 0, i % 4)).collect();
+    let free = [1u64 << 34; 4];
+    let mut pins = super::threads::ThreadPins::default();
+    let mut moves = vec![];
+    for cycle in 0..3u64 {
+        // Main (tid 100) used 1 ms of CPU per 100 ms cycle; each worker the whole cycle.
+        let cpu: Vec<(u32, f64)> = (0..5u32)
+            .map(|i| (100 + i, if i == 0 { 0.5 + 0.001 * cycle as f64 } else { 0.1 * cycle as f64 }))
+            .collect();
+        let snap = Snapshot::new(&m, &allowed, &threads, &free)
+            .at(std::time::Duration::from_millis(100 * cycle), std::time::Duration::from_millis(100))
+            .with_thread_cpu(&cpu);
+        let got = pins.observe(&snap, DECAY);
+        if cycle == 0 {
+            assert!(got.is_empty(), "no thread is pinned before its CPU share is known: {got:?}");
+        }
+        moves.extend(got);
+    }
+    let mut nodes: Vec<u16> = (101..105u32).map(|t| pins.node[&t].0).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, vec![0, 1, 2, 3], "each worker on a node of its own: {moves:?}");
+    assert!(!pins.node.contains_key(&100), "the waiting main thread is left to the scheduler");
+    // Without CPU times (the simulator) all five count, as before: threads first seen in a
+    // cycle that outnumber the CPUs are left to the scheduler.
+    let mut pins = super::threads::ThreadPins::default();
+    let snap = Snapshot::new(&m, &allowed, &threads, &free);
+    assert!(pins.observe(&snap, DECAY).is_empty());
 }

@@ -11,8 +11,9 @@
 //!   best-connected set of free nodes whose CPUs hold its threads ([`super::nodesets`]); the
 //!   nodes no program needs are every program's to grow into. When the programs do not fit on
 //!   nodes of their own they share every allowed node with CPUs; when the threads outnumber
-//!   the CPUs none is pinned: the scheduler time-shares the CPUs better than fixed pins (a
-//!   program that ends early would leave its nodes' CPUs idle).
+//!   the CPUs every program runs on every node (each node's CPUs time-shared by a block of
+//!   each program): a program that ends early then leaves no node idle, and each keeps its
+//!   data local, which unpinned threads the scheduler carries between nodes do not.
 //! - **Blocks** ([`blocks_with`]): a program's threads, in tid order, are cut into contiguous
 //!   blocks over its nodes, sized by their CPUs. Threads with neighbouring ids (which share the
 //!   edges of their slices in a domain decomposition, as OpenMP's `proc_bind(close)` assumes)
@@ -81,8 +82,16 @@ pub fn app_nodes(m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Opt
     for t in threads {
         *count.entry(t.app).or_default() += 1;
     }
-    if count.is_empty() || count.values().sum::<usize>() > nodes.iter().map(|x| x.1).sum() {
+    if count.is_empty() || nodes.is_empty() {
         return None;
+    }
+    if count.values().sum::<usize>() > nodes.iter().map(|x| x.1).sum() {
+        // The threads outnumber the CPUs: every program runs on every node, each node's CPUs
+        // time-shared by every program's block there, so that a program that ends early
+        // leaves no node without threads.
+        let (order, _) = super::nodesets::order(m, &nodes, usize::MAX);
+        let k = order.len();
+        return Some(count.into_keys().map(|app| (app, AppNodes { order: order.clone(), k, k_min: k })).collect());
     }
     let mut apps: Vec<(AppId, usize)> = count.into_iter().collect();
     apps.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -119,9 +128,8 @@ pub fn quotas_on(m: &Machine, nodes: &[NodeIdx], n: usize) -> Vec<usize> {
 /// The node of every thread: for programs on nodes of their own ([`app_nodes`]), contiguous
 /// blocks of tid order over the program's nodes (in node order), sized by their CPUs; else
 /// contiguous blocks of (program, tid) order over every allowed node with CPUs. Empty when no
-/// allowed node has CPUs, and when the threads outnumber the CPUs: the scheduler then
-/// time-shares the CPUs, and pins would keep a node's threads queued while another node's
-/// CPUs idle (a program that ends early).
+/// allowed node has CPUs, and when the threads outnumber the CPUs without programs' nodes
+/// (where they do, [`app_nodes`] gives every program every node).
 pub fn blocks_with(
     m: &Machine,
     allowed: &NodeSet,
@@ -132,7 +140,7 @@ pub fn blocks_with(
     let mut order: Vec<(u32, Tid)> = threads.iter().map(|t| (t.app, t.tid)).collect();
     order.sort_unstable();
     order.dedup();
-    if order.len() > nodes.iter().map(|x| x.1).sum() {
+    if apps.is_none() && order.len() > nodes.iter().map(|x| x.1).sum() {
         return vec![];
     }
     let mut out = Vec::with_capacity(order.len());
@@ -166,9 +174,26 @@ pub struct ThreadPins {
     data: BTreeMap<Tid, Vec<f64>>,
     /// Each program's nodes, when the programs run on nodes of their own.
     pub apps: Option<BTreeMap<AppId, AppNodes>>,
+    /// Which threads run and which wait, from the driver's CPU times ([`super::busy`]).
+    busy: super::busy::Busy,
 }
 
 impl ThreadPins {
+    /// Each program's nodes when every program runs on nodes of its own (its layout is then
+    /// its own to choose, [`super::layout`]); `None` when the programs share nodes (the
+    /// threads outnumber the CPUs) or do not run on programs' nodes.
+    pub fn own(&self) -> Option<&BTreeMap<AppId, AppNodes>> {
+        let apps = self.apps.as_ref()?;
+        let mut seen: Vec<NodeIdx> = Vec::new();
+        for an in apps.values() {
+            if an.nodes().iter().any(|n| seen.contains(n)) {
+                return None;
+            }
+            seen.extend_from_slice(an.nodes());
+        }
+        Some(apps)
+    }
+
     /// Pin every thread in contiguous blocks ([`blocks`]): the start plan's moves.
     pub fn start(&mut self, m: &Machine, allowed: &NodeSet, threads: &[ThreadState]) -> Vec<ThreadMove> {
         self.apps = app_nodes(m, allowed, threads);
@@ -185,18 +210,25 @@ impl ThreadPins {
         self.node.retain(|t, _| live.contains(t));
         self.data.retain(|t, _| live.contains(t));
         let nodes = cpu_nodes(snap.machine, snap.allowed);
+        self.busy.observe(snap, decay);
         let mut moves = Vec::new();
         if !nodes.is_empty() {
-            let mut new: Vec<&ThreadState> = snap.threads.iter().filter(|t| !self.node.contains_key(&t.tid)).collect();
+            // Threads that wait take no CPU of their own: they are neither counted nor pinned.
+            // Where the driver reports CPU times, a thread first seen now is pinned once its
+            // share is known, a cycle later.
+            let known = |t: &&ThreadState| snap.thread_cpu.is_empty() || self.busy.known(t.tid);
+            let running: Vec<ThreadState> = snap.threads.iter().filter(|t| self.busy.running(t.tid)).cloned().collect();
+            let mut new: Vec<&ThreadState> =
+                running.iter().filter(|t| !self.node.contains_key(&t.tid)).filter(known).collect();
             new.sort_by_key(|t| (t.app, t.tid));
             let cpus: usize = nodes.iter().map(|x| x.1).sum();
-            if snap.threads.len() > cpus {
+            if self.apps.is_none() && running.len() > cpus {
                 new.clear();
             }
             if self.apps.is_none() && self.node.is_empty() && !new.is_empty() {
                 // Nothing pinned yet (a program attached, or launched with no threads at the
                 // start): place the programs as at the start.
-                self.apps = app_nodes(snap.machine, snap.allowed, snap.threads);
+                self.apps = app_nodes(snap.machine, snap.allowed, &running);
             }
             for t in new {
                 let n = self.place_new(&nodes, t);
@@ -222,7 +254,7 @@ impl ThreadPins {
 
     /// Pinned threads per node.
     fn count(&self, n: NodeIdx) -> usize {
-        self.node.values().filter(|&&x| x == n).count()
+        self.node.iter().filter(|&(t, &x)| x == n && self.busy.running(*t)).count()
     }
 
     /// The node of a thread first seen now. Where it runs, if that node is one of its program's

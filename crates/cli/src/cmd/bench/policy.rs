@@ -9,6 +9,11 @@
 //! time includes building the histogram). Figures are wall-clock on the machine running the
 //! bench, single-threaded. Each case prints the memory it will need before it starts, and its
 //! decision time against a target (see [`target`]): pass or FAIL.
+//!
+//! With `--samples-per-cycle N` (and in `ptb`'s goal case, run by default for `-p ptb`) the
+//! pages are instead one contiguous object, each thread group working on its own part, and
+//! each `decide` gets N samples at ptb's default period and cycle: a real cycle, not every
+//! page's samples at once over pages scattered one per chunk.
 
 use crate::common::{parse_policies, ParamArgs};
 use anyhow::{bail, Context, Result};
@@ -45,6 +50,13 @@ pub struct Args {
     /// Skip the ingest-rate measurement.
     #[arg(long)]
     no_ingest: bool,
+    /// Hand each `decide` N samples drawn over the case's pages, laid out as one contiguous
+    /// object per program (a heap, not pages scattered one per chunk), instead of every page's
+    /// samples at once. `ptb`'s goal case (run by default for `-p ptb`) is 64 threads x 1M
+    /// pages at 7,600 samples per cycle: one sample per 8192 accesses (its default period) of
+    /// 64-byte lines at 40 GB/s over its 100 ms cycle.
+    #[arg(long, value_name = "N")]
+    samples_per_cycle: Option<u64>,
     #[command(flatten)]
     params: ParamArgs,
 }
@@ -54,6 +66,9 @@ struct Case {
     threads: usize,
     pages: u64,
     spp: u64,
+    /// Samples per `decide` over contiguous pages (`--samples-per-cycle`), else every page's
+    /// samples at once over scattered pages.
+    per_cycle: Option<u64>,
 }
 
 impl Case {
@@ -71,7 +86,7 @@ impl Case {
             PolicyKind::PtbClassic => 330,
             _ => 710,
         };
-        let samples = self.pages * (100 * self.spp + 35) / 100;
+        let samples = self.per_cycle.unwrap_or(self.pages * (100 * self.spp + 35) / 100);
         BASE + samples * PER_SAMPLE + self.pages * per_page
     }
 }
@@ -85,7 +100,7 @@ fn parse_case(text: &str, scale: u64) -> Result<Case> {
     let (t, p) = tp.split_once('x').with_context(bad)?;
     let threads: usize = t.trim().parse().ok().filter(|t| (1..=65536).contains(t)).with_context(bad)?;
     let pages: u64 = p.trim().parse().ok().filter(|p| *p > 0).with_context(bad)?;
-    Ok(Case { threads, pages: (pages / scale.max(1)).max(1), spp })
+    Ok(Case { threads, pages: (pages / scale.max(1)).max(1), spp, per_cycle: None })
 }
 
 /// splitmix64: a tiny deterministic generator (quality is ample for synthetic samples).
@@ -110,6 +125,7 @@ struct World {
     samples: Vec<Sample>,
     pages: PageLocations,
     free: Vec<u64>,
+    regions: Vec<ptb_policy::Region>,
 }
 
 fn synthesise(c: Case, seed: u64) -> Result<World> {
@@ -132,6 +148,9 @@ fn synthesise(c: Case, seed: u64) -> Result<World> {
         .collect();
     let mut rng = Rng(seed);
     let group = (c.threads / 8).max(1);
+    if let Some(n) = c.per_cycle {
+        return Ok(contiguous(c, n, machine, threads, &mut rng));
+    }
     let mut samples = Vec::with_capacity((c.pages * c.spp) as usize);
     let mut pages = PageLocations::new();
     for k in 0..c.pages {
@@ -163,7 +182,58 @@ fn synthesise(c: Case, seed: u64) -> Result<World> {
         }
     }
     let free = vec![machine.nodes[0].memory_bytes; machine.n_nodes()];
-    Ok(World { machine, threads, samples, pages, free })
+    Ok(World { machine, threads, samples, pages, free, regions: vec![] })
+}
+
+/// First virtual page of the contiguous object.
+const HEAP_VPN: u64 = 0x7f00_0000;
+
+/// `n` samples over one contiguous object of the case's pages, on random nodes: each of the 8
+/// thread groups works on its own eighth of the object (a domain decomposition: 90% of a
+/// page's samples from its group, the rest from anyone), pages drawn uniformly.
+fn contiguous(c: Case, n: u64, machine: Machine, threads: Vec<ThreadState>, rng: &mut Rng) -> World {
+    let n_nodes = machine.n_nodes();
+    let group = (c.threads / 8).max(1);
+    let mut pages = PageLocations::new();
+    let mut resident = vec![0u64; n_nodes];
+    for k in 0..c.pages {
+        let node = rng.below(n_nodes as u64) as usize;
+        resident[node] += 1;
+        pages.insert(PageKey { app: 1, vpn: HEAP_VPN + k }, ptb_topology::NodeIdx(node as u16));
+    }
+    let samples = (0..n)
+        .map(|_| {
+            let k = rng.below(c.pages);
+            let g = (k * 8 / c.pages) as usize * group % c.threads;
+            let t = if rng.below(10) < 9 {
+                g + rng.below(group as u64) as usize
+            } else {
+                rng.below(c.threads as u64) as usize
+            };
+            let t = &threads[t.min(c.threads - 1)];
+            Sample {
+                app: 1,
+                tid: t.tid,
+                cpu: t.cpu,
+                addr: (HEAP_VPN + k) * machine.page_size + rng.below(64) * 64,
+                kind: SampleKind::Load,
+                time_ns: 0,
+                data_src: None,
+                latency_ns: None,
+                phys: None,
+            }
+        })
+        .collect();
+    let regions = vec![ptb_policy::Region {
+        app: 1,
+        start_vpn: HEAP_VPN,
+        npages: c.pages,
+        name: "heap".into(),
+        resident,
+        huge: Default::default(),
+    }];
+    let free = vec![machine.nodes[0].memory_bytes; n_nodes];
+    World { machine, threads, samples, pages, free, regions }
 }
 
 fn ms(d: Duration) -> String {
@@ -184,11 +254,12 @@ pub fn run(args: Args) -> Result<()> {
         "decide min ms",
         "decide mean ms",
         "decide cpu ms",
+        "slowest cpu ms",
         "collisions",
         "thread moves",
         "page moves",
         "range actions",
-        "target (decide cpu)",
+        "target (slowest cpu)",
         "result",
     ]);
     let mut verdicts = Vec::new();
@@ -205,15 +276,23 @@ pub fn run(args: Args) -> Result<()> {
     let mut ingested: Vec<u64> = Vec::new();
     for spec in specs {
         let classic = spec.kind == PolicyKind::PtbClassic;
-        let mut texts: Vec<String> = if args.cases.is_empty() { vec![SMALL.into()] } else { args.cases.clone() };
+        let mut texts: Vec<(String, Option<u64>)> = if args.cases.is_empty() {
+            let mut v = vec![(SMALL.to_string(), None)];
+            if spec.kind == PolicyKind::Ptb {
+                v.push((GOAL.to_string(), Some(GOAL_SAMPLES)));
+            }
+            v
+        } else {
+            args.cases.iter().map(|c| (c.clone(), args.samples_per_cycle)).collect()
+        };
         if args.large {
-            texts.push("64x1000000:8".into());
+            texts.push(("64x1000000:8".into(), None));
             if classic {
-                texts.push("1024x16000000:2".into());
+                texts.push(("1024x16000000:2".into(), None));
             }
         }
-        for (i, text) in texts.iter().enumerate() {
-            let case = parse_case(text, args.scale)?;
+        for (i, (text, per_cycle)) in texts.iter().enumerate() {
+            let case = Case { per_cycle: *per_cycle, ..parse_case(text, args.scale)? };
             // ptb-classic: the first default case uses the published table, the others the exact
             // map; `--set` overrides either.
             let mut params = ptb_policy::Params::new();
@@ -230,18 +309,22 @@ pub fn run(args: Args) -> Result<()> {
             }
             let histogram = params.section("ptb-classic").get::<String>("histogram", "classic".into())?;
             let label = if classic { format!("{spec} ({histogram})") } else { spec.to_string() };
+            let what = match case.per_cycle {
+                Some(n) => format!("contiguous, {n} samples per cycle"),
+                None => format!("scattered, {} samples per page on average", case.spp),
+            };
             eprintln!(
-                "{label}: synthesising {} threads x {} pages ({} samples per page on average): needs about {} of memory ...",
+                "{label}: synthesising {} threads x {} pages ({what}): needs about {} of memory ...",
                 case.threads,
                 case.pages,
-                case.spp,
                 mib(case.memory_estimate(spec.kind, &histogram))
             );
             let w = synthesise(case, args.seed)?;
-            let Timing { best, mean, cpu, stats, moves, cycle } = time_policy(spec, &params, &w, args.cycles)?;
+            let Timing { best, mean, cpu, worst_cpu, stats, moves, cycle } =
+                time_policy(spec, &params, &w, args.cycles)?;
             let stat = |k: &str| stats.get(k).map_or("-".to_string(), |v| format!("{v:.0}"));
-            let (goal, why) = target(spec.kind, &label, cycle);
-            let pass = cpu <= goal;
+            let (goal, why) = target(spec.kind, &label, cycle, case);
+            let pass = worst_cpu <= goal;
             verdicts.push(pass);
             table.add_row(vec![
                 label,
@@ -251,6 +334,7 @@ pub fn run(args: Args) -> Result<()> {
                 ms(best),
                 ms(mean),
                 ms(cpu),
+                ms(worst_cpu),
                 stat("hash_collisions"),
                 moves.0.to_string(),
                 moves.1.to_string(),
@@ -287,13 +371,24 @@ pub fn run(args: Args) -> Result<()> {
 /// The standard case: the published configuration (64 threads, 15,000 pages/slots).
 const SMALL: &str = "64x15000:16";
 
+/// `ptb`'s goal case: 64 threads x 1M pages (4 GiB in one object), at [`GOAL_SAMPLES`] samples
+/// per cycle.
+const GOAL: &str = "64x1000000";
+
+/// Samples per cycle of the goal case: one per 8192 accesses (ptb's default period) of 64-byte
+/// lines at 40 GB/s over a 100 ms cycle (40e9 / 64 / 8192 x 0.1 = 7,629).
+const GOAL_SAMPLES: u64 = 7600;
+
 /// The decision-time target of a case and where it comes from. The published PTB spent ~6%
 /// of its run time deciding at 15,000 slots; ptb's own target is 5 ms per cycle at 64
-/// threads x 1M pages; any other policy must at least decide within its own cycle.
-fn target(kind: PolicyKind, label: &str, cycle: Duration) -> (Duration, &'static str) {
+/// threads x 1M pages at a real cycle's samples (`--samples-per-cycle`; its other cases are
+/// held to its cycle); any other policy must at least decide within its own cycle.
+fn target(kind: PolicyKind, label: &str, cycle: Duration, case: Case) -> (Duration, &'static str) {
     match kind {
         PolicyKind::PtbClassic if label.contains("classic") => (cycle.mul_f64(0.06), "6% of its cycle, as published"),
-        PolicyKind::Ptb => (Duration::from_millis(5), "ptb's goal per cycle"),
+        PolicyKind::Ptb if case.per_cycle.is_some() && case.threads <= 64 && case.pages <= 1_000_000 => {
+            (Duration::from_millis(5), "ptb's goal per cycle")
+        }
         _ => (cycle, "within its own cycle"),
     }
 }
@@ -344,6 +439,9 @@ struct Timing {
     mean: Duration,
     /// Fastest thread CPU time of `decide`.
     cpu: Duration,
+    /// Slowest thread CPU time of `decide` (the first cycle, which places what it sees, is
+    /// usually the slowest; the target is checked against it).
+    worst_cpu: Duration,
     /// Stats of the last plan.
     stats: Stats,
     /// Thread moves, page moves and range actions of the last plan.
@@ -369,15 +467,20 @@ fn time_policy(spec: PolicySpec, params: &ptb_policy::Params, w: &World, cycles:
     let allowed = w.machine.all_nodes();
     let mut policy = ptb_policy::build(spec, params)?;
     policy.start(&StartContext { machine: &w.machine, allowed: &allowed, threads: &w.threads });
+    // A case of samples per cycle is a real cycle of ptb's: its default period and cycle
+    // length, so that the samples stand for the traffic they were derived from.
+    let (period, cycle) =
+        if w.regions.is_empty() { (4096, Duration::from_secs(1)) } else { (8192, Duration::from_millis(100)) };
     let snap = Snapshot::new(&w.machine, &allowed, &w.threads, &w.free)
-        .at(Duration::from_secs(1), Duration::from_secs(1))
+        .at(Duration::from_secs(1), cycle)
         .with_samples(
             &w.samples,
-            ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period: 4096 },
-            4096,
+            ptb_policy::SamplingMode::Address { event: ptb_policy::SampledEvent::Misses, period },
+            period,
         )
-        .with_memory(&w.pages, &[]);
-    let (mut best, mut total, mut best_cpu) = (Duration::MAX, Duration::ZERO, Duration::MAX);
+        .with_memory(&w.pages, &w.regions);
+    let (mut best, mut total, mut best_cpu, mut worst_cpu) =
+        (Duration::MAX, Duration::ZERO, Duration::MAX, Duration::ZERO);
     let mut stats = Stats::new();
     let mut moves = (0, 0, 0);
     for _ in 0..cycles.max(1) {
@@ -386,12 +489,14 @@ fn time_policy(spec: PolicySpec, params: &ptb_policy::Params, w: &World, cycles:
         let (t0, c0) = (Instant::now(), thread_cpu());
         let decision = ptb_policy::cycle::decide(policy.as_mut(), &snap, &mut || t0.elapsed());
         let (plan, dt) = (decision.plan, decision.decide_time);
-        best_cpu = best_cpu.min(thread_cpu().saturating_sub(c0));
+        let cpu = thread_cpu().saturating_sub(c0);
+        best_cpu = best_cpu.min(cpu);
+        worst_cpu = worst_cpu.max(cpu);
         best = best.min(dt);
         total += dt;
         moves = (plan.threads.len(), plan.pages.len(), plan.ranges.len());
         stats = plan.stats;
     }
     let cycle = policy.sampling().cycle;
-    Ok(Timing { best, mean: total / cycles.max(1), cpu: best_cpu, stats, moves, cycle })
+    Ok(Timing { best, mean: total / cycles.max(1), cpu: best_cpu, worst_cpu, stats, moves, cycle })
 }
