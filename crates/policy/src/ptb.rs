@@ -51,7 +51,7 @@ mod layout;
 mod model;
 mod nodesets;
 mod params;
-mod spread;
+pub(crate) mod spread;
 mod threads;
 
 pub use params::{PtbParams, PARAMS};

@@ -67,7 +67,8 @@ mod closed;
 mod home;
 mod model;
 mod params;
-mod spread;
+// The same as v2's: one module serves both.
+use crate::ptb::spread;
 mod threads;
 
 pub use params::{PtbParams, Switch, PARAMS};
