@@ -3,22 +3,24 @@
 //! `--phases 1000 --scatter`, sampled by software page faults.
 //!
 //! Problem: the real recordings are uneven in ways a tidy synthetic stream is not, and the
-//! earlier finder found 1, 2 or 3 phase kinds in the same alternating program from run to run.
+//! earlier finder found 3 phase kinds instead of 2 in 2 of 12 VM recordings of the alternating
+//! program (and in 3 of 400 seeds of the simulation below, 0 of 400 now).
 //! Approach: simulate the program millisecond by millisecond. Every 100 ms (plus up to 20 ms:
 //! the main thread sleeps in 20 ms steps) the buffer is protected; a reader's first access to a
 //! protected page is a fault (a sample with its thread, page and time) and unprotects it. Each
-//! thread has a budget of work per millisecond (a fault costs 40 page reads), runs only part of
+//! thread has a budget of work per millisecond (a fault costs 8 page reads), runs only part of
 //! the time (4 vCPUs on a busy host: runs of being descheduled) and checks its phase only where
 //! the program does: at the start of a pass over its own quarter (a pass it cannot leave) and
 //! every 64 pages of a scattered pass over the whole buffer (so threads switch phase at
 //! different times, up to hundreds of ms apart, as the VM recordings show). Speeds and
-//! scheduling vary by seed, from fault bursts right after each re-protect to a steady trickle.
+//! scheduling vary by seed, from fault bursts right after each re-protect to a steady trickle
+//! (seeds 0-11: 20 000 to 51 000 samples in 4 s; the VM recordings had 11 000 to 43 000).
 
 use ptb_model::phases::{find, Phases, Point};
 
 const PAGES: usize = 2048;
 const THREADS: usize = 4;
-const FAULT_COST: u32 = 40;
+const FAULT_COST: u32 = 8;
 
 struct Lcg(u64);
 impl Lcg {
@@ -65,9 +67,9 @@ fn record(mode: Mode, seed: u64) -> (Vec<Point>, Vec<u64>) {
             k: 0,
             whole: false,
             pass: 0,
-            budget: 30 + (rng.next() % 1170) as u32,
+            budget: 8 + (rng.next() % 52) as u32,
             running: true,
-            run_p: 0.5 + 0.5 * rng.unit(),
+            run_p: 0.3 + 0.7 * rng.unit(),
         })
         .collect();
     for (i, r) in readers.iter_mut().enumerate() {
@@ -131,10 +133,13 @@ fn phases_of(mode: Mode, seed: u64) -> (Phases, Vec<u64>, usize) {
 }
 
 const SEEDS: u64 = 48;
+/// Seeds (of 400 tried) where the earlier finder found 3 kinds in the alternating program: a
+/// switch where some threads had switched and others not became a kind of its own.
+const HARD: [u64; 3] = [119, 307, 313];
 
 #[test]
 fn alternating_program_gives_two_kinds_at_the_switches() {
-    for seed in 0..SEEDS {
+    for seed in (0..SEEDS).chain(HARD) {
         let (ph, bounds, n) = phases_of(Mode::Phased, seed);
         let seq: Vec<usize> = ph.segments.iter().map(|s| s.kind).collect();
         assert_eq!(ph.kinds, 2, "seed {seed}: {n} samples, phases {seq:?} {ph:?}");
