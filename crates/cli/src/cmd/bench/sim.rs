@@ -227,7 +227,7 @@ pub fn run(args: Args) -> Result<()> {
             range(speed)
         );
     }
-    let same = outcome(&two.first().r) == outcome(&r) && one.consistent() && two.consistent();
+    let same = outcome(&two.first().r) == outcome(r) && one.consistent() && two.consistent();
     println!(
         "  same results on one and two threads and in every run (run time, samples, pages moved, steps): {}",
         if same { "yes" } else { "NO" }
