@@ -208,9 +208,10 @@ fn vm_recording(name: &str) -> Vec<Point> {
 #[test]
 fn vm_recordings_give_the_programs_phase_kinds() {
     // The earlier finder (blocks of 3 time windows compared against max(0.35, 2.5 x median))
-    // found 3 kinds in b612-phased-5 (a 176 ms switch, where some threads had switched and
-    // others not, became a kind of its own) and cut s61-phased-2's shared phases to 615 ms
-    // (a switch joined the partitioned phase before it).
+    // found 3 kinds in the full traces of s61-phased-2 and b612-phased-5: around a switch,
+    // where some threads had switched and others not, it cut out a segment that matched
+    // neither kind. Replayed from these 10 ms counts it still finds 3 in b612-phased-5 (a
+    // 176 ms segment) and cuts s61-phased-2's shared phases to 615 ms.
     for (name, want) in [
         ("s61-phased-2", 2),
         ("b612-phased-5", 2),
