@@ -23,7 +23,8 @@
 //!    model calibrated on the measured access rates and sampled latencies, chooses together
 //!    how many nodes each program runs on, whether its shared data is spread over its own
 //!    nodes or (where links differ in width) over all with link-aware weights ([`spread`]), and
-//!    how much of each private chunk stays home (100% down to 40%, the rest spread).
+//!    how much of each private chunk stays home (100% down to 40%, the rest where the home
+//!    node's threads reach the most bandwidth: [`spill`]).
 //! 5. **Moves that pay** ([`model`]): a load model of controllers, paths and links predicts
 //!    every candidate move's saving in access time; private chunks whose home would saturate
 //!    are spread instead; a move happens when its saving over the chunk's expected residency

@@ -9,8 +9,8 @@
 //!
 //! Approach: every cycle a closed model of the threads ([`Closed`]) predicts, for each
 //! candidate home share, the program's memory throughput once every private chunk sits at that
-//! share (the rest spread evenly over the memory nodes: every node spills alike, so no node
-//! is favoured). The predictions are averaged over cycles with the evidence's decay
+//! share (the rest on the other nodes where the home node's threads reach the most bandwidth,
+//! [`super::spill`]). The predictions are averaged over cycles with the evidence's decay
 //! ([`HomeShare`]); the share changes only when another one is predicted faster, on average,
 //! by more than [`SWITCH_GAIN`]: a change re-moves part of every private chunk, and a
 //! program's phases may want different shares.

@@ -90,7 +90,7 @@ pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: bool
 }
 
 /// Per source node, the shares of its accesses on each memory node when a `private` share of
-/// them goes to chunks at home (`pct` percent of each at home, the rest spread with `w`) and
+/// them goes to chunks at home (`pct` percent of each at home, the rest on the other nodes of `w` in the home's `spill` shares) and
 /// the rest to shared chunks spread with `w`.
 fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], spill: &[Vec<f64>], nn: usize) -> Vec<f64> {
     let home = model::target_shares(Target::Node(s, pct), w, spill, nn);
