@@ -23,7 +23,8 @@
 //!    model calibrated on the measured access rates and sampled latencies, chooses together
 //!    how many nodes each program runs on, whether its shared data is spread over its own
 //!    nodes or (where links differ in width) over all with link-aware weights ([`spread`]), and
-//!    how much of each private chunk stays home (100% down to 40%, the rest spread).
+//!    how much of each private chunk stays home (100% down to 40%, the rest where the home
+//!    node's threads reach the most bandwidth: [`spill`]).
 //! 5. **Moves that pay** ([`model`]): a load model of controllers, paths and links predicts
 //!    every candidate move's saving in access time; private chunks whose home would saturate
 //!    are spread instead; a move happens when its saving over the chunk's expected residency
@@ -51,6 +52,7 @@ mod layout;
 mod model;
 mod nodesets;
 mod params;
+mod spill;
 pub(crate) mod spread;
 mod threads;
 
@@ -121,6 +123,9 @@ pub struct Ptb {
     layout: std::collections::BTreeMap<ptb_profile::AppId, layout::AppLayout>,
     /// Spread weights of the layouts seen (node set, wide, memory nodes).
     weight_cache: std::collections::BTreeMap<WeightKey, Vec<(NodeIdx, u32)>>,
+    /// Where private chunks spill from each home node, for the memory nodes they were
+    /// computed for ([`spill::spill_rows`]).
+    spill_cache: Option<(Vec<NodeIdx>, Vec<Vec<f64>>)>,
 }
 
 impl Ptb {
@@ -139,6 +144,7 @@ impl Ptb {
             pins: Default::default(),
             layout: Default::default(),
             weight_cache: Default::default(),
+            spill_cache: None,
         }
     }
 
@@ -305,6 +311,15 @@ impl Ptb {
         spread_weights(m, mem_nodes).unwrap_or_else(|| mem_nodes.iter().map(|&n| (n, 1)).collect())
     }
 
+    /// Where each home node's private chunks spill ([`spill::spill_rows`]), computed once per
+    /// set of memory nodes.
+    fn spill(&mut self, m: &ptb_topology::Machine, mem_nodes: &[NodeIdx]) -> &[Vec<f64>] {
+        if self.spill_cache.as_ref().is_none_or(|c| c.0 != mem_nodes) {
+            self.spill_cache = Some((mem_nodes.to_vec(), spill::spill_rows(m, mem_nodes)));
+        }
+        self.spill_cache.as_ref().map_or(&[], |c| c.1.as_slice())
+    }
+
     /// Whether private chunks go to their accessors' node on this machine.
     fn home_moves_on(&self, m: &ptb_topology::Machine) -> bool {
         !local_path_is_narrow(m)
@@ -337,6 +352,7 @@ impl Ptb {
         let weights = model::Weights {
             global: self.spread_weights_now(m, mem_nodes, homes, stats),
             per_app: self.app_weights(m, mem_nodes),
+            spill: self.spill(m, mem_nodes).to_vec(),
         };
         struct Cand {
             key: ChunkKey,
@@ -381,7 +397,7 @@ impl Ptb {
             }
             let Some(range) = range else { continue };
             let from = shares_now(c, &range);
-            let to = model::target_shares(want, weights.of(key.app), nn);
+            let to = model::target_shares(want, weights.of(key.app), &weights.spill, nn);
             let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
             // The tolerance absorbs the noise of sampled homes; where ptb moved the chunk it
             // knows where its pages are, and the payback test alone decides (a chunk spread
@@ -397,7 +413,7 @@ impl Ptb {
         let mut after = load.acc.clone();
         let mut after_path = load.path.clone();
         for c in &cands {
-            let to = model::target_shares(c.want, weights.of(c.key.app), nn);
+            let to = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
             model::LoadModel::shift(&mut after, &mut after_path, c.a, &c.src, &c.from, &to);
         }
         for n in 0..nn {
@@ -409,8 +425,8 @@ impl Ptb {
                     break;
                 }
                 let c = &mut cands[i];
-                let spread = model::target_shares(Target::Spread, weights.of(c.key.app), nn);
-                let was = model::target_shares(c.want, weights.of(c.key.app), nn);
+                let spread = model::target_shares(Target::Spread, weights.of(c.key.app), &weights.spill, nn);
+                let was = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
                 model::LoadModel::shift(&mut after, &mut after_path, c.a, &c.src, &was, &spread);
                 c.want = Target::Spread;
             }
@@ -421,7 +437,7 @@ impl Ptb {
         let after_links = load.link_loads(&after_path);
         let mut out = Vec::new();
         for c in cands {
-            let to = model::target_shares(c.want, weights.of(c.key.app), nn);
+            let to = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
             // Where the chunk's accesses would still cross a resource near saturation, they are
             // bandwidth-bound: a shorter distance does not make them faster, only less queueing
             // does. Elsewhere they are latency-bound and the whole loaded latency counts.
@@ -431,7 +447,7 @@ impl Ptb {
                 * (model::LoadModel::mean_latency(now, &c.src, &c.from)
                     - model::LoadModel::mean_latency(later, &c.src, &to))
                 / p.mlp;
-            let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app));
+            let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;
             }

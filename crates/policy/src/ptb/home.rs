@@ -9,8 +9,8 @@
 //!
 //! Approach: every cycle a closed model of the threads ([`Closed`]) predicts, for each
 //! candidate home share, the program's memory throughput once every private chunk sits at that
-//! share (the rest spread evenly over the memory nodes: every node spills alike, so no node
-//! is favoured). The predictions are averaged over cycles with the evidence's decay
+//! share (the rest on the other nodes where the home node's threads reach the most bandwidth,
+//! [`super::spill`]). The predictions are averaged over cycles with the evidence's decay
 //! ([`HomeShare`]); the share changes only when another one is predicted faster, on average,
 //! by more than [`SWITCH_GAIN`]: a change re-moves part of every private chunk, and a
 //! program's phases may want different shares.
@@ -43,7 +43,7 @@ pub fn shape(load: &LoadModel, private: &[Private], pct: u8, weights: &Weights) 
     let nn = load.acc.len();
     let (mut acc, mut path) = (load.acc.clone(), load.path.clone());
     for c in private {
-        let to = target_shares(Target::Node(c.node, pct), weights.of(c.app), nn);
+        let to = target_shares(Target::Node(c.node, pct), weights.of(c.app), &weights.spill, nn);
         LoadModel::shift(&mut acc, &mut path, c.a, &c.src, &c.from, &to);
     }
     path.iter()
@@ -169,16 +169,23 @@ mod tests {
         let w = weights_of(&[0.6, 0.2, 0.2, 0.0]);
         assert_eq!(w, vec![(NodeIdx(0), 50), (NodeIdx(1), 17), (NodeIdx(2), 17)]);
         assert!(weights_of(&[0.0, 0.0]).is_empty());
-        // Home share 55 over 4 nodes: 55% + 45% / 4 at home, 11.25% elsewhere.
-        let sh = target_shares(
-            Target::Node(NodeIdx(2), 55),
-            &[(NodeIdx(0), 3), (NodeIdx(1), 1), (NodeIdx(2), 1), (NodeIdx(3), 1)],
-            4,
-        );
-        assert!((sh[2] - 0.6625).abs() < 1e-9 && (sh[0] - 0.1125).abs() < 1e-9, "{sh:?}");
+        // Home share 55 over 4 nodes, no spill preference: 55% at home, 15% on each other node.
+        let w4 = [(NodeIdx(0), 3), (NodeIdx(1), 1), (NodeIdx(2), 1), (NodeIdx(3), 1)];
+        let sh = target_shares(Target::Node(NodeIdx(2), 55), &w4, &[], 4);
+        assert!((sh[2] - 0.55).abs() < 1e-9 && (sh[0] - 0.15).abs() < 1e-9, "{sh:?}");
         assert!((sh.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        // With node 2's spill row: the 45% away in its shares, over the nodes of the weights.
+        let mut spill = vec![vec![]; 4];
+        spill[2] = vec![0.6, 0.0, 0.0, 0.4];
+        let sh = target_shares(Target::Node(NodeIdx(2), 55), &w4, &spill, 4);
+        assert!((sh[0] - 0.27).abs() < 1e-9 && sh[1] == 0.0 && (sh[3] - 0.18).abs() < 1e-9, "{sh:?}");
+        // A home alone in its weights keeps the whole chunk.
         assert_eq!(
-            target_shares(Target::Node(NodeIdx(1), 100), &[(NodeIdx(0), 1), (NodeIdx(1), 1)], 2),
+            target_shares(Target::Node(NodeIdx(1), 55), &[(NodeIdx(1), 1)], &spill, 4),
+            vec![0.0, 1.0, 0.0, 0.0]
+        );
+        assert_eq!(
+            target_shares(Target::Node(NodeIdx(1), 100), &[(NodeIdx(0), 1), (NodeIdx(1), 1)], &[], 2),
             vec![0.0, 1.0]
         );
     }

@@ -90,11 +90,11 @@ pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: bool
 }
 
 /// Per source node, the shares of its accesses on each memory node when a `private` share of
-/// them goes to chunks at home (`pct` percent of each at home, the rest spread with `w`) and
+/// them goes to chunks at home (`pct` percent of each at home, the rest on the other nodes of `w` in the home's `spill` shares) and
 /// the rest to shared chunks spread with `w`.
-fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], nn: usize) -> Vec<f64> {
-    let home = model::target_shares(Target::Node(s, pct), w, nn);
-    let spread = model::target_shares(Target::Spread, w, nn);
+fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], spill: &[Vec<f64>], nn: usize) -> Vec<f64> {
+    let home = model::target_shares(Target::Node(s, pct), w, spill, nn);
+    let spread = model::target_shares(Target::Spread, w, spill, nn);
     home.iter().zip(&spread).map(|(h, sp)| private * h + (1.0 - private) * sp).collect()
 }
 
@@ -207,6 +207,7 @@ impl Ptb {
             let lay = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).clone();
             let eval = |me: &mut Ptb, nodes: &[NodeIdx], wide: bool, pct: u8| -> f64 {
                 let w = me.cached_weights(m, mem_nodes, nodes, wide);
+                let spill = me.spill(m, mem_nodes).to_vec();
                 let set = sorted(nodes);
                 let q = quotas_on(m, &set, n_threads);
                 let (mut t2, mut c2, mut sh2) = (thr.clone(), comp.clone(), base_shape.clone());
@@ -217,7 +218,7 @@ impl Ptb {
                 for (n, k) in set.iter().zip(&q) {
                     t2[n.ix()] = *k as f64;
                     c2[n.ix()] = c_app;
-                    sh2[n.ix()] = row(*n, private, pct, &w, nn);
+                    sh2[n.ix()] = row(*n, private, pct, &w, &spill, nn);
                 }
                 // The program's threads share its work evenly (its node sets split them
                 // evenly), so it runs at the pace of its slowest node's threads: a layout that
@@ -344,6 +345,7 @@ impl Ptb {
         let w_from = self.weight_cache.get(&(sorted(from_nodes), from_wide, mem_nodes.to_vec())).cloned();
         let w_to = self.weight_cache.get(&(sorted(to_nodes), to_wide, mem_nodes.to_vec())).cloned();
         let (Some(w_from), Some(w_to)) = (w_from, w_to) else { return 0.0 };
+        let spill = self.spill_cache.as_ref().filter(|c| c.0 == mem_nodes).map_or(&[][..], |c| c.1.as_slice());
         let q_from = quotas_on(m, &sorted(from_nodes), n_threads);
         let q_to = quotas_on(m, &sorted(to_nodes), n_threads);
         let share = |set: &[NodeIdx], q: &[usize], n: NodeIdx| {
@@ -364,8 +366,8 @@ impl Ptb {
                 }
                 None => (Target::Spread, Target::Spread, 1.0),
             };
-            let move_now = 1.0 - overlap(&from, &model::target_shares(now_t, &w_from, nn));
-            let move_new = stay * (1.0 - overlap(&from, &model::target_shares(new_t, &w_to, nn))) + (1.0 - stay);
+            let move_now = 1.0 - overlap(&from, &model::target_shares(now_t, &w_from, spill, nn));
+            let move_new = stay * (1.0 - overlap(&from, &model::target_shares(new_t, &w_to, spill, nn))) + (1.0 - stay);
             pages += (move_new - move_now).max(0.0) * r.npages as f64;
         }
         pages * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))

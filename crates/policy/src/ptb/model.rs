@@ -103,16 +103,24 @@ pub fn resident_shares(snap: &Snapshot, range: &Range, nn: usize) -> Vec<f64> {
     }
 }
 
-/// Node shares a target puts the chunk's pages on.
-pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], nn: usize) -> Vec<f64> {
+/// Node shares a target puts the chunk's pages on. At home `pct` of a chunk stays on its node
+/// and the rest goes to the other nodes of `weights`: in the shares of the home node's row of
+/// `spill` ([`super::spill::spill_rows`]: where its threads reach the most bandwidth), evenly
+/// where that row names none of them.
+pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], spill: &[Vec<f64>], nn: usize) -> Vec<f64> {
     let mut v = vec![0.0; nn];
     match t {
         Target::Node(n, pct) => {
-            let h = f64::from(pct.min(100)) / 100.0;
-            if h < 1.0 && !weights.is_empty() {
-                for (m, _) in weights {
-                    v[m.ix()] = (1.0 - h) / weights.len() as f64;
-                }
+            let mut h = f64::from(pct.min(100)) / 100.0;
+            let away: Vec<NodeIdx> = weights.iter().map(|w| w.0).filter(|&m| m != n).collect();
+            let row = spill.get(n.ix()).filter(|r| r.len() == nn);
+            let pref: f64 = row.map_or(0.0, |r| away.iter().map(|m| r[m.ix()]).sum());
+            if away.is_empty() {
+                h = 1.0;
+            }
+            for m in &away {
+                v[m.ix()] = (1.0 - h)
+                    * if pref > 0.0 { row.map_or(0.0, |r| r[m.ix()]) / pref } else { 1.0 / away.len() as f64 };
             }
             v[n.ix()] += h;
         }
@@ -131,6 +139,8 @@ pub fn target_shares(t: Target, weights: &[(NodeIdx, u32)], nn: usize) -> Vec<f6
 #[derive(Clone, Debug, Default)]
 pub struct Weights {
     pub global: Vec<(NodeIdx, u32)>,
+    /// Where each home node's private chunks spill ([`super::spill::spill_rows`]).
+    pub spill: Vec<Vec<f64>>,
     pub per_app: Option<std::collections::BTreeMap<ptb_profile::AppId, Vec<(NodeIdx, u32)>>>,
 }
 
@@ -155,8 +165,15 @@ pub fn current_shares(c: &ChunkState, resident: &[f64]) -> Vec<f64> {
 }
 
 /// Cost of moving a chunk of `npages` from `resident` shares to the target, in ns.
-pub fn cost_ns(m: &Machine, npages: u64, resident: &[f64], t: Target, weights: &[(NodeIdx, u32)]) -> f64 {
-    let tgt = target_shares(t, weights, m.n_nodes());
+pub fn cost_ns(
+    m: &Machine,
+    npages: u64,
+    resident: &[f64],
+    t: Target,
+    weights: &[(NodeIdx, u32)],
+    spill: &[Vec<f64>],
+) -> f64 {
+    let tgt = target_shares(t, weights, spill, m.n_nodes());
     let stay: f64 = resident.iter().zip(&tgt).map(|(a, b)| a.min(*b)).sum();
     let moved = npages as f64 * (1.0 - stay).max(0.0);
     moved * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
