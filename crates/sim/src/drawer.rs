@@ -32,8 +32,11 @@ pub(crate) struct Job {
     pub cpu: CpuId,
     /// Node of the thread's CPU (a DRAM sample is local when its page lives there).
     pub node: usize,
-    /// Latency a DRAM sample reports.
+    /// Latency a DRAM sample reports when its page's node is unknown (the thread's mean).
     pub latency: Option<f32>,
+    /// Latency a DRAM sample reports by the node of its page (`Batch::lat[lat]`, one per node;
+    /// empty when the source reports no latency).
+    pub lat: std::ops::Range<usize>,
     /// Probability that a sample is a DRAM access, and that it is a store.
     pub dram: f64,
     pub writes: f64,
@@ -51,6 +54,8 @@ pub(crate) struct Job {
 pub(crate) struct Batch {
     pub jobs: Vec<Job>,
     pub pieces: Vec<Piece>,
+    /// Per-node latencies of the jobs, ns.
+    pub lat: Vec<f32>,
 }
 
 /// Pick a piece by weight (`write` selects the write weights, whose sum is `total`); `x` uniform
@@ -112,6 +117,7 @@ impl Drawer {
             .map(|store| [MemLevel::Cache, MemLevel::LocalDram, MemLevel::RemoteDram].map(|l| encode(l, store)));
         for job in &batch.jobs {
             let pieces = &batch.pieces[job.pieces.clone()];
+            let lat = &batch.lat[job.lat.clone()];
             let totals = job.totals;
             self.samples.reserve(job.take as usize);
             for i in 0..job.take {
@@ -132,8 +138,8 @@ impl Drawer {
                 // The data source is picked from a table, not by branching on the node read: a
                 // branch on it would hold up every sample until that read (often a cache miss)
                 // completes.
-                let level = if !dram {
-                    0
+                let (level, latency) = if !dram {
+                    (0, None)
                 } else {
                     let at = if page < o.npages {
                         self.nodes[p.obj].raw(page)
@@ -141,7 +147,10 @@ impl Drawer {
                         let at = l.find_page(job.app as usize, addr / ps).and_then(|(o, i)| self.nodes[o].get(i));
                         at.map_or(UNALLOCATED, |n| n as u8)
                     };
-                    1 + usize::from((at != UNALLOCATED) & (at as usize != job.node))
+                    // The load's own latency: the path to its page's node (a page not yet
+                    // placed reports the thread's mean).
+                    let latency = lat.get(usize::from(at)).copied().or(job.latency);
+                    (1 + usize::from((at != UNALLOCATED) & (at as usize != job.node)), latency)
                 };
                 self.dram += u64::from(dram);
                 self.samples.push(Sample {
@@ -152,7 +161,7 @@ impl Drawer {
                     kind: if write { SampleKind::Store } else { SampleKind::Load },
                     time_ns: (job.t0 + (i as f64 + 0.5) * job.step) as u64,
                     data_src: Some(data_src[usize::from(write)][level]),
-                    latency_ns: if dram { job.latency } else { None },
+                    latency_ns: latency,
                     phys: None,
                 });
             }

@@ -20,9 +20,12 @@
 //! memory op is a DRAM access with probability `m / mops`, else a cache hit on the same
 //! distribution (spatial locality: a hit falls on a page the thread is working on). A sample
 //! carries the perf data-source word a real sampler would ([`ptb_profile::datasrc`]: cache,
-//! local or remote DRAM) and, for DRAM accesses, the latency a load-latency sampler would report:
-//! the thread's mean loaded latency, plus, where a saturated resource cut the thread's rate, that
-//! wait spread over its accesses (one latency per thread, not per access).
+//! local or remote DRAM) and, for DRAM accesses, the latency a load-latency sampler would report
+//! for that load: the idle latency from the thread's CPU group to the page's node plus the
+//! queueing delays on that path (its controller and links) now, plus, where a saturated
+//! resource cut the thread's rate, that wait spread over its accesses. A local load on a quiet
+//! controller reports less than a remote one behind a busy link, as IBS and PEBS latencies do;
+//! averaged over a thread's loads they give its mean loaded latency.
 //!
 //! Costs: every op sample interrupts its thread, memory op or not; each costs
 //! `costs.sample_us` of that thread's time. At most `max_samples_per_cycle` samples are kept per
@@ -137,12 +140,24 @@ impl Run<'_> {
             self.samples_drawn += yields(&rt.pieces, totals, take) as usize;
             let first = batch.pieces.len();
             batch.pieces.extend_from_slice(&rt.pieces);
+            // Each load reports its own latency: the idle latency from the thread's CPU group
+            // to the page's node, the queueing on that path now, and the wait a saturated
+            // resource adds to each of the thread's accesses (the same for all of them).
+            let stall = stall_latency_ns(&rt.demand, &rt.rate);
+            let wait = (stall - rt.rate.latency_ns).max(0.0);
+            let (sm, g, q) = (&self.sim.sm, self.sim.cpu_group[rt.cpu_pos], self.solver.delays());
+            let lat0 = batch.lat.len();
+            batch.lat.extend((0..sm.n_nodes).map(|n| {
+                let queued: f64 = sm.read_res(g, n).iter().map(|&x| q.get(x as usize).copied().unwrap_or(0.0)).sum();
+                (sm.lat0(g, n) + queued + wait) as f32
+            }));
             batch.jobs.push(Job {
                 app: th.app as u32,
                 tid: th.tid,
                 cpu: self.sim.cpus[rt.cpu_pos],
                 node: self.sim.cpu_node[rt.cpu_pos],
-                latency: Some(stall_latency_ns(&rt.demand, &rt.rate) as f32),
+                latency: Some(stall as f32),
+                lat: lat0..batch.lat.len(),
                 dram: dr.dram,
                 writes: dr.writes,
                 take,
@@ -166,6 +181,7 @@ impl Run<'_> {
                 d.draw(&self.sim.layout, m.page_size, m.line_size, &self.batch);
                 self.batch.jobs.clear();
                 self.batch.pieces.clear();
+                self.batch.lat.clear();
             }
             Sampler::Thread { tx, .. } => {
                 let pending: u64 = self.batch.jobs.iter().map(|j| j.take).sum();

@@ -281,3 +281,69 @@ fn simulation_can_be_shared_between_threads() {
     fn is_sync<T: Sync + Send>() {}
     is_sync::<Simulation>();
 }
+
+#[test]
+fn each_load_reports_the_latency_of_the_path_to_its_page() {
+    // Every thread reads the whole object, whose slices sit on both nodes (parallel first
+    // touch): half of each thread's loads are local, half remote. A load-latency sampler
+    // reports each load's own latency, so the remote ones report more, within one thread.
+    const HALVES: &str = r#"
+name = "halves"
+threads = 8
+[[object]]
+name = "data"
+size_mib = 32
+init = "parallel"
+[[phase]]
+name = "work"
+work_ginstr = 0.3
+apki = 20
+mlp = 2
+access = [{ object = "data", pattern = "uniform" }]
+"#;
+    use ptb_profile::datasrc::{decode, MemLevel};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    /// Per thread: (sum, count) of the latencies of its local and of its remote DRAM samples.
+    type Sums = Arc<Mutex<BTreeMap<u32, [(f64, u64); 2]>>>;
+    struct Latencies(Sums);
+    impl Policy for Latencies {
+        fn name(&self) -> String {
+            "latencies".into()
+        }
+        fn start(&mut self, _: &StartContext) -> StartPlan {
+            StartPlan::default()
+        }
+        fn sampling(&self) -> SamplingRequest {
+            let mode = SamplingMode::Address { event: ptb_policy::SampledEvent::SlowLoads, period: 256 };
+            SamplingRequest { mode, cycle: Duration::from_millis(100) }
+        }
+        fn decide(&mut self, s: &Snapshot) -> Plan {
+            let mut sums = self.0.lock().unwrap();
+            for x in s.samples {
+                let (Some(l), Some(level)) = (x.latency_ns, x.data_src.and_then(decode)) else { continue };
+                let k = match level {
+                    MemLevel::LocalDram => 0,
+                    MemLevel::RemoteDram => 1,
+                    MemLevel::Cache => continue,
+                };
+                let e = &mut sums.entry(x.tid).or_default()[k];
+                e.0 += f64::from(l);
+                e.1 += 1;
+            }
+            Plan::default()
+        }
+    }
+    let sums = Sums::default();
+    sim(HALVES, SimOptions::default()).run_with(Box::new(Latencies(sums.clone()))).unwrap();
+    let sums = sums.lock().unwrap();
+    let both: Vec<(f64, f64)> = sums
+        .values()
+        .filter(|v| v[0].1 > 0 && v[1].1 > 0)
+        .map(|v| (v[0].0 / v[0].1 as f64, v[1].0 / v[1].1 as f64))
+        .collect();
+    assert!(both.len() >= 4, "threads with both local and remote samples: {}", both.len());
+    for (local, remote) in both {
+        assert!(remote > local + 10.0, "a thread's remote loads report more than its local ones: {local} vs {remote}");
+    }
+}

@@ -5,6 +5,9 @@
 //! (`--sampler-thread`); both must give the same results. Prints
 //! simulated seconds per wall second (target >= 200) and per CPU second (all threads of the
 //! process), the same without the policy's own decision time, and peak memory (VmHWM).
+//! One run of the default case takes a fraction of a second, so a busy moment of a shared
+//! machine can halve one run's figure: each mode runs `--runs` times, alternating, and the
+//! figures are the median with the range; the targets are checked on the medians.
 
 use anyhow::{Context, Result};
 use ptb_policy::follow::Follow;
@@ -37,6 +40,10 @@ pub struct Args {
     /// Cycle of the `follow` policy, ms.
     #[arg(long, default_value_t = 100)]
     cycle_ms: u64,
+    /// Timed runs of each mode (one thread, --sampler-thread), alternating; the figures are
+    /// their median and range.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
 }
 
 fn workload(threads: usize, pages: u64) -> Result<Workload> {
@@ -113,6 +120,38 @@ struct Timed {
     own_cpu: Option<f64>,
 }
 
+/// The timed runs of one mode: every run's result must be the same (the simulator is
+/// deterministic); the times are summarised by their median.
+struct Runs(Vec<Timed>);
+
+impl Runs {
+    /// The median of `f` over the runs (upper median for an even count), and its range.
+    fn median(&self, f: impl Fn(&Timed) -> Option<f64>) -> Option<(f64, f64, f64)> {
+        let mut v: Vec<f64> = self.0.iter().map(f).collect::<Option<_>>()?;
+        v.sort_by(f64::total_cmp);
+        Some((v[v.len() / 2], v[0], v[v.len() - 1]))
+    }
+
+    /// Simulated seconds per second of `f` (wall or CPU time): median, lowest, highest.
+    fn speed(&self, f: impl Fn(&Timed) -> Option<f64>) -> Option<(f64, f64, f64)> {
+        self.median(|t| f(t).map(|s| t.r.runtime_s / s.max(1e-9)))
+    }
+
+    fn first(&self) -> &Timed {
+        &self.0[0]
+    }
+
+    /// Whether every run gave the first run's results.
+    fn consistent(&self) -> bool {
+        self.0.iter().all(|t| outcome(&t.r) == outcome(&self.first().r))
+    }
+}
+
+/// `median (lowest-highest)` of a speed.
+fn range((m, lo, hi): (f64, f64, f64)) -> String {
+    format!("{m:.0} ({lo:.0}-{hi:.0})")
+}
+
 fn timed(sim: &Simulation, args: &Args) -> Result<Timed> {
     let policy = policy(&args.policy, args.period, args.cycle_ms)?;
     let (cpu0, own0) = (process_cpu_s(), thread_cpu_s());
@@ -146,9 +185,13 @@ pub fn run(args: Args) -> Result<()> {
     let ft = sim.first_touch()?;
     let ft_wall = ft_started.elapsed().as_secs_f64();
     threaded.first_touch()?;
-    let one = timed(&sim, &args)?;
-    let two = timed(&threaded, &args)?;
-    let r = &one.r;
+    let (mut ones, mut twos) = (vec![], vec![]);
+    for _ in 0..args.runs {
+        ones.push(timed(&sim, &args)?);
+        twos.push(timed(&threaded, &args)?);
+    }
+    let (one, two) = (Runs(ones), Runs(twos));
+    let r = &one.first().r;
     let decision_s = r.decision_ms / 1e3;
     println!("ptb bench sim (simulated workload; wall-clock figures measured on this machine)");
     println!(
@@ -161,31 +204,32 @@ pub fn run(args: Args) -> Result<()> {
         1e3 * r.runtime_s / (r.cycles.max(1) as f64),
         r.cycles
     );
+    println!("  {} timed runs of each mode, alternating: median (lowest-highest)", args.runs);
     for (label, t) in [("one thread", &one), ("samples drawn on a second thread (--sampler-thread)", &two)] {
-        let cpu = match t.cpu {
-            Some(cpu) => format!(
-                "; {cpu:.2} s CPU: {:.0} simulated s per CPU s ({:.0} without decide())",
-                t.r.runtime_s / cpu,
-                t.r.runtime_s / (cpu - t.r.decision_ms / 1e3).max(1e-9)
+        let wall = t.median(|t| Some(t.wall)).map_or(0.0, |m| m.0);
+        let cpu = match (t.median(|t| t.cpu), t.speed(|t| t.cpu)) {
+            (Some((cpu, ..)), Some(speed)) => format!(
+                "; {cpu:.2} s CPU: {} simulated s per CPU s ({} without decide())",
+                range(speed),
+                t.speed(|t| t.cpu.map(|c| c - t.r.decision_ms / 1e3)).map_or_else(String::new, range)
             ),
-            None => String::new(),
+            _ => String::new(),
         };
         println!(
-            "  {label}: simulated {:.1} s in {:.2} s wall: {:.0} simulated s per wall s{cpu}",
-            t.r.runtime_s,
-            t.wall,
-            t.r.runtime_s / t.wall
+            "  {label}: simulated {:.1} s in {wall:.2} s wall: {} simulated s per wall s{cpu}",
+            t.first().r.runtime_s,
+            t.speed(|t| Some(t.wall)).map_or_else(String::new, range)
         );
     }
-    if let Some(own) = two.own_cpu {
+    if let (Some((own, ..)), Some(speed)) = (two.median(|t| t.own_cpu), two.speed(|t| t.own_cpu)) {
         println!(
-            "  the run's own thread, with a second one drawing samples: {own:.2} s CPU: {:.0} simulated s per CPU s (the wall time with a second thread cannot be shorter)",
-            r.runtime_s / own
+            "  the run's own thread, with a second one drawing samples: {own:.2} s CPU: {} simulated s per CPU s (the wall time with a second thread cannot be shorter)",
+            range(speed)
         );
     }
-    let same = outcome(&two.r) == outcome(&one.r);
+    let same = outcome(&two.first().r) == outcome(r) && one.consistent() && two.consistent();
     println!(
-        "  same results on one and two threads (run time, samples, pages moved, steps): {}",
+        "  same results on one and two threads and in every run (run time, samples, pages moved, steps): {}",
         if same { "yes" } else { "NO" }
     );
     println!(
@@ -200,10 +244,10 @@ pub fn run(args: Args) -> Result<()> {
         ft.sim_solves
     );
     println!(
-        "  policy decide(): {:.3} s wall over {} cycles; simulator alone: {:.0} simulated s per wall s",
+        "  policy decide(): {:.3} s wall over {} cycles; simulator alone: {} simulated s per wall s",
         decision_s,
         r.cycles,
-        r.runtime_s / (one.wall - decision_s).max(1e-9)
+        one.speed(|t| Some(t.wall - t.r.decision_ms / 1e3)).map_or_else(String::new, range)
     );
     println!("  {} samples, {} pages migrated", r.samples, r.pages_migrated);
     println!(
@@ -219,8 +263,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let verdict = |ok: bool| if ok { "pass" } else { "FAIL" };
     for (label, t) in [("one thread", &one), ("--sampler-thread", &two)] {
-        let speed = t.r.runtime_s / t.wall;
-        println!("  target: >= 200 simulated s per wall s ({label}): {speed:.0}: {}", verdict(speed >= 200.0));
+        let speed = t.speed(|t| Some(t.wall)).map_or(0.0, |m| m.0);
+        println!("  target: >= 200 simulated s per wall s ({label}, median): {speed:.0}: {}", verdict(speed >= 200.0));
     }
     match peak {
         Some(k) => println!("  target: < 1 GiB peak memory: {:.1} MiB: {}", k as f64 / 1024.0, verdict(k < 1 << 20)),
@@ -231,7 +275,9 @@ pub fn run(args: Args) -> Result<()> {
         println!("  target: ptb decides in <= 5 ms per cycle: {per_cycle:.2} ms: {}", verdict(per_cycle <= 5.0));
     }
     if !same {
-        anyhow::bail!("the run gave different results on one and two threads (a simulator bug: please report it)");
+        anyhow::bail!(
+            "the runs gave different results on one and two threads or from one run to the next (a simulator bug: please report it)"
+        );
     }
     Ok(())
 }
