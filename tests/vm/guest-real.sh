@@ -44,9 +44,10 @@ if [ $rc != 0 ] && [ "$(grep -c '"exit_status": 134' /tmp/realf.json)" = 2 ] && 
 else fail "compare-real-failure: rc=$rc"; tail -3 /tmp/realf.err; fi
 
 # R3. Record the test program in its modes, derive models, simulate them on the recorded
-#     machine under the recorded placement: the access maps must match (L1 <= 0.15).
-for run in "partitioned --partition" "shared --scatter" "phased --phases 1000 --scatter"; do
-  set -- $run; name=$1; shift
+#     machine under the recorded placement: the access maps must match (L1 <= 0.15), and the
+#     phase finder must find the program's phase kinds: 1 when steady, 2 when it alternates.
+for run in "partitioned 1 --partition" "shared 1 --scatter" "phased 2 --phases 1000 --scatter"; do
+  set -- $run; name=$1; want=$2; shift 2
   ptb-testapp --threads 4 --mb 8 --seconds 5.5 --pin --parallel-init "$@" --refault-ms 100 \
     > /tmp/m-$name.out & A=$!
   wait_start /tmp/m-$name.out
@@ -57,9 +58,10 @@ for run in "partitioned --partition" "shared --scatter" "phased --phases 1000 --
   grep -E '^  (node|recorded|the model)|phase kind|fit ' /tmp/m-$name.check | head -20
   kinds=$(sed -n 's/^# Phases: \([0-9]*\) kind.*/\1/p' /tmp/m-$name.toml)
   if [ $rrc = 0 ] && [ $arc = 0 ] && [ $mrc = 0 ] && [ -n "$l1" ] && grep -q 'checksum=ok' /tmp/m-$name.out \
+     && [ "$kinds" = "$want" ] \
      && ptb simulate --workload /tmp/m-$name.toml --machine synthetic:nodes=4,cpus=1 --policy ptb > /dev/null 2>&1; then
     pass "model-$name: recorded $(grep -c '"type":"sample"' /tmp/m-$name.trace) samples, $kinds phase kind(s); the model's simulated access map is $l1 (L1) from the recorded one; it simulates elsewhere"
-  else fail "model-$name: record=$rrc app=$arc model=$mrc L1=$l1"; tail -5 /tmp/m-$name.check; fi
+  else fail "model-$name: record=$rrc app=$arc model=$mrc L1=$l1 phase kinds=$kinds (want $want)"; tail -5 /tmp/m-$name.check; fi
 done
 grep -E '^#   [0-9.]+-[0-9.]+ s: phase' /tmp/m-phased.toml
 

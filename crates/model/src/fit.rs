@@ -545,9 +545,13 @@ fn header(rec: &Recording, f: &Fitted) -> String {
     }
     let seq: Vec<String> = f.sequence.iter().map(|k| format!("phase{}", k + 1)).collect();
     line(format!(
-        "Phases: {} kind(s) found from change points in the access mix{}; sequence: {} -> {} iteration(s).",
+        "Phases: {} kind(s) found in the access mix over time{}; sequence: {} -> {} iteration(s).",
         f.phases.kinds,
-        if f.phases.threshold > 0.0 { format!(" (threshold {:.2})", f.phases.threshold) } else { String::new() },
+        if f.phases.threshold > 0.0 {
+            format!(" (kinds differ by at least {:.2})", f.phases.threshold)
+        } else {
+            String::new()
+        },
         seq.join(" "),
         f.workload.iterations
     ));

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! ptb record trace | perf script text ──▶ Recording (one process: samples, regions, page nodes)
-//!   ──▶ objects (sampled mappings)  ──▶ thread order  ──▶ phases (change points in the access mix)
+//!   ──▶ objects (sampled mappings)  ──▶ thread order  ──▶ phases (kinds of access mix over time)
 //!   ──▶ per phase, thread and object: the access spread that explains the sampled addresses best
 //!       (private slice, neighbours, uniform, hot subset, streaming, all-to-all, private+uniform)
 //!   ──▶ Workload (docs/workload-file.md) + a fit score per object ──▶ TOML with comments
