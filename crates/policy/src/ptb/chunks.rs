@@ -54,6 +54,11 @@ pub struct ChunkState {
     pub last_want: Option<Target>,
     pub first_s: f64,
     pub changes: u16,
+    /// Targets that held for one cycle only (the next cycle wanted another node, or a node and
+    /// spread): each lengthens the chunk's memory ([`ChunkTable::ingest`]). `held`: cycles the
+    /// current target has held.
+    pub blips: u16,
+    held: u16,
     /// The top node and its share before this cycle's samples (a share that just fell is a
     /// phase ending, not a mixed chunk).
     pub prev_top: (NodeIdx, f32),
@@ -75,6 +80,8 @@ impl ChunkState {
             last_want: None,
             first_s: f64::NAN,
             changes: 0,
+            blips: 0,
+            held: 0,
             prev_top: (NodeIdx(0), 0.0),
             rate: 0.0,
             fresh: 0.0,
@@ -125,7 +132,12 @@ impl ChunkState {
         }
         if self.last_want.is_some_and(|w| w.node() != want.node()) {
             self.changes = self.changes.saturating_add(1);
+            if self.held == 1 {
+                self.blips = self.blips.saturating_add(1);
+            }
+            self.held = 0;
         }
+        self.held = self.held.saturating_add(1);
         self.last_want = Some(want);
         ((now_s - self.first_s).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
     }
@@ -212,7 +224,16 @@ impl ChunkTable {
         for c in self.map.values_mut() {
             let (top, share) = c.top_node();
             c.prev_top = (top, share as f32);
-            c.by_src.iter_mut().zip(&node_decay).for_each(|(x, d)| *x *= d);
+            // The memory of who uses a chunk lengthens with every target it held for one cycle
+            // only: after k such blips its evidence halves over k + 1 observed cycles, not one.
+            // Users seen in one cycle and gone in the next changed faster than ptb decides, so
+            // no move can follow them: a burst shorter than a cycle that recurs (one node's
+            // short sweep in each iteration of a loop that otherwise shares the data) must count
+            // for the share of the accesses it is, and a chunk that looked private by chance
+            // needs more evidence to look so again. Users that held for several cycles (phases)
+            // are judged on the recent cycles as before.
+            let k = 1.0 / (f32::from(c.blips) + 1.0);
+            c.by_src.iter_mut().zip(&node_decay).for_each(|(x, d)| *x *= if k < 1.0 { d.powf(k) } else { *d });
             let d = decay as f32;
             c.by_home.iter_mut().for_each(|x| *x *= d);
         }

@@ -688,3 +688,81 @@ fn a_thread_that_waits_takes_no_cpu_of_its_own() {
     let snap = Snapshot::new(&m, &allowed, &threads, &free);
     assert!(pins.observe(&snap, DECAY).is_empty());
 }
+
+/// Pages of the world spread evenly over the four nodes (where `ptb` spreads shared data).
+fn spread_world() -> World {
+    let mut w = world(2048, 0);
+    for v in 0..2048u64 {
+        w.pages.insert(PageKey { app: 0, vpn: v }, NodeIdx((v % 4) as u16));
+    }
+    w.regions[0].resident = vec![512; 4];
+    w
+}
+
+/// Chunk moves of each of `n` cycles of 100 ms, the samples of cycle `i` from `at(i)`.
+fn moves_per_cycle<'a>(
+    p: &mut Ptb,
+    w: &World,
+    period: u64,
+    n: usize,
+    at: impl Fn(usize) -> &'a [Sample],
+) -> Vec<usize> {
+    (0..n)
+        .map(|i| {
+            let mut s = snap(w, at(i), period);
+            s.now = Duration::from_millis(100 * (i as u64 + 1));
+            s.cycle = Duration::from_millis(100);
+            p.decide(&s).ranges.len()
+        })
+        .collect()
+}
+
+#[test]
+fn shared_data_with_a_short_private_burst_in_every_iteration_is_not_moved_back_and_forth() {
+    // GAP PageRank's contributions: every node reads every chunk (a dynamically scheduled
+    // gather), except that once per iteration of nine cycles each node's threads sweep their
+    // own slice in a burst shorter than a cycle. In the burst's cycle the slice's top node
+    // issues more than twice the accesses of any other; eight cycles later it is shared again.
+    // The pattern never changes: after the first iterations nothing should move.
+    let w = spread_world();
+    let shared = all_shared(64);
+    let mut burst = shared.clone();
+    burst.extend(private_slices(48));
+    let mut p = Ptb::new(PtbParams { gate: 0.0, pin_threads: false, ..PtbParams::default() });
+    let moves = moves_per_cycle(&mut p, &w, 65536, 180, |i| if i % 9 == 8 { &burst } else { &shared });
+    let late: usize = moves[45..].iter().sum();
+    assert!(late <= 1, "moves per cycle: {moves:?}");
+}
+
+#[test]
+fn the_memory_of_who_uses_a_chunk_lengthens_with_each_user_seen_for_one_cycle_only() {
+    let w = world(2048, 0);
+    // Every node reads chunks 1 and 2 alike; then a cycle in which every node reads chunk 3 only.
+    let on = |chunk: u64| -> Vec<Sample> {
+        (0..16u32).flat_map(|cpu| (0..8u64).map(move |i| sample(cpu, chunk * 512 + i))).collect()
+    };
+    let (both, other) = ([on(1), on(2)].concat(), on(3));
+    let mut t = super::chunks::ChunkTable::new(512);
+    t.ingest(&snap(&w, &both, 8192), DECAY, 8192);
+    // Chunk 2's users changed twice in a row (private to node 0, spread, node 0 again): two
+    // targets held for one cycle only. Chunk 1's changed twice after several cycles each.
+    let key = |chunk| super::chunks::ChunkKey { app: 0, chunk };
+    let (home, spread) = (Target::Node(NodeIdx(0), 100), Target::Spread);
+    let c2 = t.get_mut(key(2)).unwrap();
+    for (i, want) in [home, spread, home].into_iter().enumerate() {
+        c2.observe_target(want, i as f64, 10.0);
+    }
+    assert_eq!((c2.changes, c2.blips), (2, 2));
+    let c1 = t.get_mut(key(1)).unwrap();
+    for (i, want) in [home, home, home, spread, spread, spread, home].into_iter().enumerate() {
+        c1.observe_target(want, i as f64, 10.0);
+    }
+    assert_eq!((c1.changes, c1.blips), (2, 0));
+    t.ingest(&snap(&w, &other, 8192), DECAY, 8192);
+    // Chunk 1 keeps half its evidence, as every chunk whose users held for several cycles;
+    // chunk 2 halves over three cycles.
+    let (c1, c2) = (t.get(key(1)).unwrap(), t.get(key(2)).unwrap());
+    assert!(c1.by_src.iter().all(|&x| (x - 16.0).abs() < 1e-3), "{:?}", c1.by_src);
+    let kept = 32.0 * 0.5f32.powf(1.0 / 3.0);
+    assert!(c2.by_src.iter().all(|&x| (x - kept).abs() < 1e-3), "{:?}", c2.by_src);
+}
