@@ -19,9 +19,9 @@ pub struct ChunkKey {
 /// Where a chunk should live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// On the node of its accessors: this percentage of its pages there, the rest spread
-    /// like a shared chunk (100: all of it; less where the home node's controller or local
-    /// path is the bottleneck, see the `home` module).
+    /// On the node of its accessors: this percentage of its pages there, the rest over the
+    /// other nodes in the home node's spill shares (100: all of it; less where the home node's
+    /// controller or local path is the bottleneck, see the `home` and `spill` modules).
     Node(NodeIdx, u8),
     /// Spread over the memory nodes in proportion to their bandwidth.
     Spread,
