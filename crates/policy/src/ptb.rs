@@ -548,7 +548,7 @@ pub(crate) fn dominant<T: Copy + Into<f64>>(counts: &[T]) -> Option<NodeIdx> {
 /// Wilson score lower bound of a proportion `p` seen in `n` trials, `z` standard errors below:
 /// a share seen in few samples says little (a uniform chunk's top node in 4 samples often
 /// has half of them).
-fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
+pub(crate) fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
     if n <= 0.0 {
         return 0.0;
     }
@@ -560,7 +560,7 @@ fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
 
 /// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at
 /// least 16 samples carry one.
-fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
+pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
     let nn = snap.machine.n_nodes();
     let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
     for s in snap.samples {
@@ -574,7 +574,7 @@ fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
 
 /// Every sample of the cycle is a page fault or a hinting fault (a software source without a
 /// PMU): evidence of which node touches a page, with no access rate behind it.
-fn fault_driven(snap: &Snapshot) -> bool {
+pub(crate) fn fault_driven(snap: &Snapshot) -> bool {
     use ptb_profile::SampleKind;
     !snap.samples.is_empty()
         && snap.samples.iter().all(|s| matches!(s.kind, SampleKind::PageFault | SampleKind::HintFault))
@@ -582,7 +582,7 @@ fn fault_driven(snap: &Snapshot) -> bool {
 
 /// Bandwidth-proportional weights when the memory nodes differ by more than 25% in
 /// bandwidth (e.g. a CXL node); `None` (plain interleave) when they are alike.
-fn spread_weights(m: &ptb_topology::Machine, nodes: &[NodeIdx]) -> Option<Vec<(NodeIdx, u32)>> {
+pub(crate) fn spread_weights(m: &ptb_topology::Machine, nodes: &[NodeIdx]) -> Option<Vec<(NodeIdx, u32)>> {
     let w = crate::interleave::bandwidth_weights(m, nodes);
     let max = w.iter().map(|x| x.1).max()?;
     let min = w.iter().map(|x| x.1).min()?;

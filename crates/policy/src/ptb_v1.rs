@@ -69,6 +69,9 @@ mod model;
 mod params;
 // The same as v2's: one module serves both.
 use crate::ptb::spread;
+// The helpers v2 kept as they were in v1 (same code: one copy).
+pub use crate::ptb::local_path_is_narrow;
+use crate::ptb::{fault_driven, measured_latency_ns, spread_weights, wilson_lower};
 mod threads;
 
 pub use params::{PtbParams, Switch, PARAMS};
@@ -81,28 +84,6 @@ use chunks::{ChunkKey, ChunkTable, Target};
 use ptb_profile::SampledEvent;
 use ptb_topology::NodeIdx;
 use std::time::Duration;
-
-/// True when the CPU groups' local bandwidth is less than 1.5x the mean of what they reach
-/// on each other memory node (mean over groups): remote memory is then nearly as good as
-/// local, and spreading multiplies the bandwidth a group can use at little cost in locality
-/// (the 4-node Opteron). With a clear local advantage (2-socket Intel, the 8-node Opteron)
-/// first touch loses less than spreading private data would.
-pub fn local_path_is_narrow(m: &ptb_topology::Machine) -> bool {
-    let Some(b) = &m.bandwidth else { return false };
-    let mut ratios = Vec::new();
-    for g in &m.groups {
-        let local = b.uncontended.get(g.idx.ix(), g.node.ix());
-        let others: Vec<f64> = (0..m.n_nodes())
-            .filter(|&n| n != g.node.ix() && m.nodes[n].has_memory())
-            .map(|n| b.uncontended.get(g.idx.ix(), n))
-            .collect();
-        let mean = others.iter().sum::<f64>() / others.len().max(1) as f64;
-        if local > 0.0 && mean > 0.0 {
-            ratios.push(local / mean);
-        }
-    }
-    !ratios.is_empty() && ratios.iter().sum::<f64>() / (ratios.len() as f64) < 1.5
-}
 
 /// The home share (percent, one of [`home::SHARES`]) of a private chunk's first move off a hot
 /// spot, before the home-share model has evidence: midway between 100 and the share of a
@@ -557,50 +538,6 @@ fn private_home(c: &chunks::ChunkState, p: &PtbParams, mem_nodes: &[NodeIdx]) ->
     let steady = !c.lost_top();
     let mixed = p.mixed_home > 0.0 && steady && wilson_lower(share, c.total(), 2.0) >= p.mixed_home * even;
     ((share >= p.private_share || mixed) && mem_nodes.contains(&top)).then_some(top)
-}
-
-/// Wilson score lower bound of a proportion `p` seen in `n` trials, `z` standard errors below:
-/// a share seen in few samples says little (a uniform chunk's top node in 4 samples often
-/// has half of them).
-fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
-    if n <= 0.0 {
-        return 0.0;
-    }
-    let z2 = z * z;
-    let centre = p + z2 / (2.0 * n);
-    let margin = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - margin) / (1.0 + z2 / n)).clamp(0.0, 1.0)
-}
-
-/// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at
-/// least 16 samples carry one.
-fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
-    let nn = snap.machine.n_nodes();
-    let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
-    for s in snap.samples {
-        if let (Some(l), Some(t)) = (s.latency_ns, snap.thread(s.tid)) {
-            sum[t.node.ix()] += f64::from(l);
-            n[t.node.ix()] += 1;
-        }
-    }
-    sum.iter().zip(&n).map(|(s, &k)| (k >= 16).then(|| s / f64::from(k))).collect()
-}
-
-/// Every sample of the cycle is a page fault or a hinting fault (a software source without a
-/// PMU): evidence of which node touches a page, with no access rate behind it.
-fn fault_driven(snap: &Snapshot) -> bool {
-    use ptb_profile::SampleKind;
-    !snap.samples.is_empty()
-        && snap.samples.iter().all(|s| matches!(s.kind, SampleKind::PageFault | SampleKind::HintFault))
-}
-
-/// Bandwidth-proportional weights when the memory nodes differ by more than 25% in
-/// bandwidth (e.g. a CXL node); `None` (plain interleave) when they are alike.
-fn spread_weights(m: &ptb_topology::Machine, nodes: &[NodeIdx]) -> Option<Vec<(NodeIdx, u32)>> {
-    let w = crate::interleave::bandwidth_weights(m, nodes);
-    let max = w.iter().map(|x| x.1).max()?;
-    let min = w.iter().map(|x| x.1).min()?;
-    (min > 0 && max as f64 / min as f64 > 1.25).then_some(w)
 }
 
 #[cfg(test)]
