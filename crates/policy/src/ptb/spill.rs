@@ -27,8 +27,6 @@
 //! and spills evenly.
 
 use super::model::{capacity_bytes, idle_ns, path_capacity_bytes};
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, ZeroConeT};
 use ptb_topology::{Machine, NodeIdx};
 use std::collections::BTreeMap;
 
@@ -66,7 +64,6 @@ fn solve_placement(m: &Machine, homes: &[NodeIdx], mem: &[NodeIdx]) -> Option<Ve
     let total: f64 = cpus.iter().sum();
     let s: Vec<f64> = cpus.iter().map(|c| c / total).collect();
     let var = |i: usize, j: usize| i * k + j;
-    let t = nh * k;
     // Resource rows: (variable, coefficient / capacity in GB/s).
     let mut rows: Vec<Vec<(usize, f64)>> = Vec::new();
     let caps = capacity_bytes(m);
@@ -115,53 +112,7 @@ fn solve_placement(m: &Machine, homes: &[NodeIdx], mem: &[NodeIdx]) -> Option<Ve
         .flat_map(|(i, h)| mem.iter().map(move |d| (i, *h, *d)))
         .map(|(i, h, d)| s[i] * idle_ns(m, h, d))
         .collect();
-    let scale = rows.iter().flatten().map(|x| x.1).fold(0.0, f64::max).max(1e-12);
-    let lat_max = lat.iter().cloned().fold(0.0, f64::max).max(1e-12);
-    let nvar = t + 1;
-    let mut q = vec![0.0; nvar];
-    q[t] = 1.0;
-    for (v, l) in lat.iter().enumerate() {
-        q[v] = 1e-3 * l / lat_max;
-    }
-    let (mut ri, mut ci, mut vv, mut b) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for i in 0..nh {
-        for j in 0..k {
-            ri.push(i);
-            ci.push(var(i, j));
-            vv.push(1.0);
-        }
-        b.push(1.0);
-    }
-    let mut row = nh;
-    for r in &rows {
-        for &(v, c) in r {
-            ri.push(row);
-            ci.push(v);
-            vv.push(c / scale);
-        }
-        ri.push(row);
-        ci.push(t);
-        vv.push(-1.0);
-        b.push(0.0);
-        row += 1;
-    }
-    for v in 0..t {
-        ri.push(row);
-        ci.push(v);
-        vv.push(-1.0);
-        b.push(0.0);
-        row += 1;
-    }
-    let a = CscMatrix::new_from_triplets(row, nvar, ri, ci, vv);
-    let p = CscMatrix::<f64>::zeros((nvar, nvar));
-    let cones = vec![ZeroConeT(nh), NonnegativeConeT(row - nh)];
-    let settings = DefaultSettingsBuilder::default().verbose(false).max_iter(200).build().ok()?;
-    let mut solver = DefaultSolver::new(&p, &q, &a, &b, &cones, settings).ok()?;
-    solver.solve();
-    if !matches!(solver.solution.status, SolverStatus::Solved | SolverStatus::AlmostSolved) {
-        return None;
-    }
-    Some(solver.solution.x[..t].iter().map(|x| if *x < 1e-3 { 0.0 } else { *x }).collect())
+    super::spread::minimax(nh, k, &rows, &lat, 200)
 }
 
 #[cfg(test)]

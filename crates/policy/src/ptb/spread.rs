@@ -97,32 +97,54 @@ pub fn link_aware_weights(m: &Machine, mem_nodes: &[NodeIdx], src: &[f64]) -> Op
 
 /// min t + eps lat.w  s.t.  sum w = 1, w >= 0, row . w <= t for every row.
 fn solve(rows: &[Vec<f64>], lat: &[f64]) -> Option<Vec<f64>> {
-    let k = lat.len();
-    let nvar = k + 1;
-    let t = k;
-    // Scale rows so the solver sees numbers near 1.
-    let scale = rows.iter().flatten().cloned().fold(0.0, f64::max).max(1e-12);
+    let sparse: Vec<Vec<(usize, f64)>> =
+        rows.iter().map(|r| r.iter().copied().enumerate().filter(|x| x.1 != 0.0).collect()).collect();
+    let w = minimax(1, lat.len(), &sparse, lat, 100)?;
+    let s: f64 = w.iter().sum();
+    (s > 0.0).then(|| w.iter().map(|x| x / s).collect())
+}
+
+/// The small linear program behind ptb's spreads (here and in [`super::spill`]): over `groups`
+/// sets of `k` shares each (variable `i * k + j`: share `j` of set `i`),
+///
+/// ```text
+/// minimise   t + 1e-3 * sum_v lat_v x_v / max(lat)
+/// subject to sum_j x_ij = 1 (every set i),  x >= 0,  row . x <= t (every row)
+/// ```
+///
+/// `rows` are sparse (variable, coefficient) lists, scaled together so the solver sees numbers
+/// near 1. Returns the shares, those under 1e-3 set to 0, or `None` when the solver fails.
+pub(super) fn minimax(
+    groups: usize,
+    k: usize,
+    rows: &[Vec<(usize, f64)>],
+    lat: &[f64],
+    max_iter: u32,
+) -> Option<Vec<f64>> {
+    let t = groups * k;
+    let nvar = t + 1;
+    let scale = rows.iter().flatten().map(|x| x.1).fold(0.0, f64::max).max(1e-12);
     let lat_max = lat.iter().cloned().fold(0.0, f64::max).max(1e-12);
     let mut q = vec![0.0; nvar];
     q[t] = 1.0;
-    for j in 0..k {
-        q[j] = 1e-3 * lat[j] / lat_max;
+    for (v, l) in lat.iter().enumerate().take(t) {
+        q[v] = 1e-3 * l / lat_max;
     }
     let (mut ri, mut ci, mut vv, mut b) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for j in 0..k {
-        ri.push(0);
-        ci.push(j);
-        vv.push(1.0);
+    for i in 0..groups {
+        for j in 0..k {
+            ri.push(i);
+            ci.push(i * k + j);
+            vv.push(1.0);
+        }
+        b.push(1.0);
     }
-    b.push(1.0);
-    let mut row = 1;
+    let mut row = groups;
     for r in rows {
-        for (j, &c) in r.iter().enumerate() {
-            if c != 0.0 {
-                ri.push(row);
-                ci.push(j);
-                vv.push(c / scale);
-            }
+        for &(v, c) in r {
+            ri.push(row);
+            ci.push(v);
+            vv.push(c / scale);
         }
         ri.push(row);
         ci.push(t);
@@ -130,25 +152,23 @@ fn solve(rows: &[Vec<f64>], lat: &[f64]) -> Option<Vec<f64>> {
         b.push(0.0);
         row += 1;
     }
-    for j in 0..k {
+    for v in 0..t {
         ri.push(row);
-        ci.push(j);
+        ci.push(v);
         vv.push(-1.0);
         b.push(0.0);
         row += 1;
     }
     let a = CscMatrix::new_from_triplets(row, nvar, ri, ci, vv);
     let p = CscMatrix::<f64>::zeros((nvar, nvar));
-    let cones = vec![ZeroConeT(1), NonnegativeConeT(row - 1)];
-    let settings = DefaultSettingsBuilder::default().verbose(false).max_iter(100).build().ok()?;
+    let cones = vec![ZeroConeT(groups), NonnegativeConeT(row - groups)];
+    let settings = DefaultSettingsBuilder::default().verbose(false).max_iter(max_iter).build().ok()?;
     let mut solver = DefaultSolver::new(&p, &q, &a, &b, &cones, settings).ok()?;
     solver.solve();
     if !matches!(solver.solution.status, SolverStatus::Solved | SolverStatus::AlmostSolved) {
         return None;
     }
-    let w: Vec<f64> = solver.solution.x[..k].iter().map(|x| if *x < 1e-3 { 0.0 } else { *x }).collect();
-    let s: f64 = w.iter().sum();
-    (s > 0.0).then(|| w.iter().map(|x| x / s).collect())
+    Some(solver.solution.x[..t].iter().map(|x| if *x < 1e-3 { 0.0 } else { *x }).collect())
 }
 
 #[cfg(test)]
