@@ -16,16 +16,11 @@
 //! its capacity whether the threads want a little more or twice as much). Without samples `c`
 //! is overrated there and the model sees less to gain. For a candidate placement (the share of each node's accesses going to
 //! each memory node) the rates and loads are iterated to their fixed point, then scaled down
-//! where a controller, path or link would carry more than its capacity. The queueing delay of
-//! a controller or link is `s u / (1 - u)` with `s` = 4 ns: machines.md gives Skylake 6140's
-//! latency as ~90 ns idle and ~166 ns at its bandwidth ceiling, 76 ns of queueing at ~95%.
+//! where a controller, path or link would carry more than its capacity. A controller or link
+//! adds the load model's queueing delay ([`super::model::queue_ns`]).
 
-use super::model::LoadModel;
+use super::model::{queue_ns, LoadModel};
 
-/// Queueing service time of a controller or link, ns (see the module docs).
-const SERVICE_NS: f64 = 4.0;
-/// Highest utilisation the delay formula is evaluated at.
-const U_MAX: f64 = 0.99;
 const ITERATIONS: usize = 80;
 const DAMPING: f64 = 0.3;
 
@@ -37,14 +32,6 @@ pub struct Closed<'a> {
     /// Compute time per access per source node, ns.
     compute_ns: Vec<f64>,
     mlp: f64,
-}
-
-fn q(load: f64, cap: f64) -> f64 {
-    if cap <= 0.0 || !cap.is_finite() {
-        return 0.0;
-    }
-    let u = (load / cap).min(U_MAX);
-    SERVICE_NS * u / (1.0 - u)
 }
 
 impl<'a> Closed<'a> {
@@ -140,13 +127,13 @@ fn latencies(m: &LoadModel, path: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let nn = path.len();
     let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
     let links = m.link_loads(path);
-    let lq: Vec<f64> = links.iter().zip(&m.link_cap).map(|(a, c)| q(*a, *c)).collect();
+    let lq: Vec<f64> = links.iter().zip(&m.link_cap).map(|(a, c)| queue_ns(*a, *c)).collect();
     (0..nn)
         .map(|s| {
             (0..nn)
                 .map(|d| {
                     m.idle[s][d]
-                        + q(acc[d], m.cap[d])
+                        + queue_ns(acc[d], m.cap[d])
                         + m.links_of[s][d].iter().map(|&(l, share)| share * lq[l]).sum::<f64>()
                 })
                 .collect()

@@ -7,11 +7,13 @@
 //! routes are known, every directed interconnect link (a read's data crosses the links of its
 //! route from the memory to the reading group; a node's traffic is split evenly over its
 //! groups' routes). Loads are accesses per second estimated
-//! from samples x period. A resource at utilisation u adds a queueing delay `svc * u/(1-u)`
-//! (capped at 10 svc), svc being half the idle local latency, so latency roughly doubles at
-//! 2/3 load and rises steeply after — the shape of published loaded-latency curves. The
-//! loaded latency from s to d is idle(s, d) + the delays of d's controller, of path (s, d)
-//! and of the links on the way (each weighted by the share of s's groups routed over it).
+//! from samples x period. A resource at utilisation u adds a queueing delay
+//! [`queue_ns`] `= s u / (1 - u)` with `s` = 4 ns (u at most 0.99): machines.md gives Skylake
+//! 6140's latency as ~90 ns idle and ~166 ns at its bandwidth ceiling, 76 ns of queueing at
+//! ~95%, and loaded-latency curves stay nearly flat to ~70% of the ceiling. The loaded latency
+//! from s to d is idle(s, d) + the delays of d's controller, of path (s, d) and of the links
+//! on the way (each weighted by the share of s's groups routed over it). The closed model
+//! ([`super::closed`]) uses the same queue.
 //! A move's saving is the drop in its accesses' mean loaded latency (now vs after all chosen
 //! moves) divided by the memory-level parallelism, over a horizon; its cost is the per-page
 //! CPU time plus the copy time.
@@ -187,14 +189,12 @@ pub struct LoadModel {
     pub path: Vec<Vec<f64>>,
     pub(super) cap: Vec<f64>,
     pub(super) path_cap: Vec<Vec<f64>>,
-    service: Vec<f64>,
     pub(super) idle: Vec<Vec<f64>>,
     /// Directed links crossed by the data of a read from node s's CPUs to node d's memory:
     /// `(link, share of s's CPU groups whose route uses it)`.
     pub(super) links_of: RouteLinks,
     /// Capacity of every directed link, accesses per second (index: 2 * link + direction).
     pub(super) link_cap: Vec<f64>,
-    link_service: f64,
 }
 
 /// Per (source node, memory node): the directed links crossed, with the share of the source's
@@ -228,13 +228,19 @@ fn route_links(m: &Machine) -> (RouteLinks, Vec<f64>) {
     (of, cap)
 }
 
-/// A queueing delay factor u / (1 - u), capped at 10.
-fn qf(acc: f64, cap: f64) -> f64 {
+/// Queueing service time of a controller, path or link, ns (see the module docs).
+const SERVICE_NS: f64 = 4.0;
+/// Highest utilisation the delay formula is evaluated at.
+const U_MAX: f64 = 0.99;
+
+/// Queueing delay (ns) of a resource carrying `load` of its capacity `cap` (same units; 0
+/// where the capacity is unknown).
+pub fn queue_ns(load: f64, cap: f64) -> f64 {
     if cap <= 0.0 || !cap.is_finite() {
         return 0.0;
     }
-    let u = (acc / cap).min(0.999);
-    (u / (1.0 - u)).min(10.0)
+    let u = (load / cap).min(U_MAX);
+    SERVICE_NS * u / (1.0 - u)
 }
 
 impl LoadModel {
@@ -249,20 +255,8 @@ impl LoadModel {
         let path_cap = path_capacity_bytes(m).into_iter().map(|r| r.into_iter().map(|b| b / line).collect()).collect();
         let idle: Vec<Vec<f64>> =
             (0..nn).map(|a| (0..nn).map(|b| idle_ns(m, NodeIdx::from_ix(a), NodeIdx::from_ix(b))).collect()).collect();
-        let service: Vec<f64> = (0..nn).map(|n| 0.5 * if m.nodes[n].has_cpus() { idle[n][n] } else { 100.0 }).collect();
         let (links_of, link_cap) = route_links(m);
-        let link_service = service.iter().sum::<f64>() / nn.max(1) as f64;
-        LoadModel {
-            acc: d.per_node.clone(),
-            path: d.per_path.clone(),
-            cap,
-            path_cap,
-            service,
-            idle,
-            links_of,
-            link_cap,
-            link_service,
-        }
+        LoadModel { acc: d.per_node.clone(), path: d.per_path.clone(), cap, path_cap, idle, links_of, link_cap }
     }
 
     /// Accesses per second over every directed link for the given path loads.
@@ -282,15 +276,14 @@ impl LoadModel {
     pub fn loaded(&self, acc: &[f64], path: &[Vec<f64>]) -> Vec<Vec<f64>> {
         let nn = acc.len();
         let links = self.link_loads(path);
-        let link_delay: Vec<f64> =
-            links.iter().zip(&self.link_cap).map(|(a, c)| self.link_service * qf(*a, *c)).collect();
+        let link_delay: Vec<f64> = links.iter().zip(&self.link_cap).map(|(a, c)| queue_ns(*a, *c)).collect();
         (0..nn)
             .map(|s| {
                 (0..nn)
                     .map(|d| {
                         self.idle[s][d]
-                            + self.service[d] * qf(acc[d], self.cap[d])
-                            + self.service[d] * qf(path[s][d], self.path_cap[s][d])
+                            + queue_ns(acc[d], self.cap[d])
+                            + queue_ns(path[s][d], self.path_cap[s][d])
                             + self.links_of[s][d].iter().map(|&(l, share)| share * link_delay[l]).sum::<f64>()
                     })
                     .collect()
@@ -377,8 +370,8 @@ mod tests {
         let load = LoadModel::for_machine(&m, &Demand { per_node: vec![0.0; nn], per_path, share: 0.0 });
         let (lq, ll) = (quiet.loaded(&quiet.acc, &quiet.path), load.loaded(&vec![0.0; nn], &load.path));
         // Beyond what the (s, d) path itself adds: the link's queueing (90% busy: 9x its service).
-        let path_delay = load.service[d] * qf(load.path[s][d], load.path_cap[s][d]);
-        assert!(ll[s][d] - lq[s][d] - path_delay > 4.0 * load.link_service, "{} vs {}", ll[s][d], lq[s][d]);
+        let path_delay = queue_ns(load.path[s][d], load.path_cap[s][d]);
+        assert!(ll[s][d] - lq[s][d] - path_delay > 4.0 * SERVICE_NS, "{} vs {}", ll[s][d], lq[s][d]);
         assert!((ll[s2][d2] - lq[s2][d2]).abs() < 1e-9);
         assert!(
             load.max_util(&vec![0.0; nn], &load.path, &load.link_loads(&load.path), &[1.0; 8], &{
