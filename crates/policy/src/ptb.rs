@@ -28,7 +28,9 @@
 //! 5. **Moves that pay** ([`model`]): a load model of controllers, paths and links predicts
 //!    every candidate move's saving in access time; private chunks whose home would saturate
 //!    are spread instead; a move happens when its saving over the chunk's expected residency
-//!    pays back `payback` times its migration cost. The residency is one change-point rule
+//!    pays back `payback` times its migration cost. A saving counts where it shortens the
+//!    program's run ([`pace`]): its threads meet at barriers, so a saving on the node whose
+//!    threads the sampled latencies show to be the slowest counts for all of them. The residency is one change-point rule
 //!    ([`chunks::ChunkState::observe_target`]): the mean length of the periods between
 //!    changes of the chunk's users, after a prior of `horizon_s`.
 //! 6. **Sampling**: the first cycles, and those after a phase change (the traffic more than
@@ -51,6 +53,7 @@ mod home;
 mod layout;
 mod model;
 mod nodesets;
+mod pace;
 mod params;
 mod spill;
 pub(crate) mod spread;
@@ -126,6 +129,8 @@ pub struct Ptb {
     /// Where private chunks spill from each home node, for the memory nodes they were
     /// computed for ([`spill::spill_rows`]).
     spill_cache: Option<(Vec<NodeIdx>, Vec<Vec<f64>>)>,
+    /// Per program and node, the history of sampled latencies behind the pace weights.
+    pace: pace::PaceTracker,
 }
 
 impl Ptb {
@@ -145,6 +150,7 @@ impl Ptb {
             layout: Default::default(),
             weight_cache: Default::default(),
             spill_cache: None,
+            pace: Default::default(),
         }
     }
 
@@ -262,6 +268,8 @@ impl Ptb {
         let shifted = self.table.shifted_share() > PHASE_SHIFT;
         if self.cycles > 1 && demand >= self.p.gate && (demand > 2.0 * self.last_demand || shifted) {
             self.quick_until = self.quick_until.max(self.cycles.saturating_add(QUICK_CYCLES));
+            // A new phase: which node sets the pace is seen anew.
+            self.pace.reset();
         }
         self.last_demand = demand;
         if moves == 0 && demand < self.p.gate {
@@ -433,6 +441,9 @@ impl Ptb {
         }
         let lat_now = load.loaded(&load.acc, &load.path);
         let lat_after = load.loaded(&after, &after_path);
+        let pace =
+            pace_weights(&mut self.pace, snap, &load, &node_latency_change(&load, &load.path, &after_path), p.mlp);
+        let mut done = load.path.clone();
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
         let after_links = load.link_loads(&after_path);
         let mut out = Vec::new();
@@ -443,9 +454,11 @@ impl Ptb {
             // does. Elsewhere they are latency-bound and the whole loaded latency counts.
             let bound = load.max_util(&after, &after_path, &after_links, &c.src, &to) >= 0.75;
             let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
+            // Weighted by the program's pace: a saving counts where it shortens its run.
+            let w = pace.of(c.key.app);
             let saving_ns_per_s = c.a
-                * (model::LoadModel::mean_latency(now, &c.src, &c.from)
-                    - model::LoadModel::mean_latency(later, &c.src, &to))
+                * (pace::Pace::weighted_latency(w, now, &c.src, &c.from)
+                    - pace::Pace::weighted_latency(w, later, &c.src, &to))
                 / p.mlp;
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
@@ -456,6 +469,7 @@ impl Ptb {
             *stats
                 .entry(if matches!(c.want, Target::Spread) { "moves_spread" } else { "moves_home" }.into())
                 .or_default() += 1.0;
+            model::LoadModel::shift(&mut vec![0.0; nn], &mut done, c.a, &c.src, &c.from, &to);
             if let Some(st) = self.table.get_mut(c.key) {
                 st.placed = Some(c.want);
                 st.moved_to = Some(to.iter().map(|&x| x as f32).collect());
@@ -466,6 +480,10 @@ impl Ptb {
                 Target::Spread => RangeOp::Weighted(weights.of(c.key.app).to_vec()),
             };
             out.push(RangeAction { app: c.key.app, start_vpn: c.range.start_vpn, npages: c.range.npages, op });
+        }
+        // The pace history describes the placement in force: moved on by the moves made.
+        if !out.is_empty() {
+            self.pace.shift(&node_latency_change(&load, &load.path, &done));
         }
         out
     }
@@ -570,6 +588,66 @@ pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
         }
     }
     sum.iter().zip(&n).map(|(s, &k)| (k >= 16).then(|| s / f64::from(k))).collect()
+}
+
+/// The pace weights of every program's source nodes ([`pace`]): the cycle's latency samples
+/// folded into `tracker`, and the change of each node's mean latency from now to after the
+/// cycle's candidate moves ([`node_latency_change`]).
+fn pace_weights(
+    tracker: &mut pace::PaceTracker,
+    snap: &Snapshot,
+    load: &model::LoadModel,
+    delta: &[f64],
+    mlp: f64,
+) -> pace::Pace {
+    use std::collections::BTreeMap;
+    let nn = snap.machine.n_nodes();
+    let mut threads: BTreeMap<ptb_profile::AppId, Vec<f64>> = BTreeMap::new();
+    for t in snap.threads {
+        threads.entry(t.app).or_insert_with(|| vec![0.0; nn])[t.node.ix()] += 1.0;
+    }
+    let mut lat: BTreeMap<ptb_profile::AppId, Vec<pace::LatencyStats>> = BTreeMap::new();
+    for s in snap.samples {
+        if let (Some(l), Some(t)) = (s.latency_ns, snap.thread(s.tid)) {
+            lat.entry(t.app).or_insert_with(|| vec![Default::default(); nn])[t.node.ix()].add(f64::from(l));
+        }
+    }
+    tracker.observe(&threads, &lat);
+    // Each program's time per access (thread-ns), over its nodes: N / X.
+    let all: Vec<f64> = (0..nn).map(|s| snap.threads.iter().filter(|t| t.node.ix() == s).count() as f64).collect();
+    let floor = threads
+        .iter()
+        .map(|(&app, thr)| {
+            let (n, x) = (0..nn)
+                .filter(|&s| thr[s] > 0.0 && all[s] > 0.0)
+                .map(|s| (thr[s], load.path[s].iter().sum::<f64>() * thr[s] / all[s]))
+                .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+            let t_ns = if x > 0.0 { n * 1e9 / x } else { 0.0 };
+            (app, (pace::IMBALANCE * t_ns * mlp).powi(2))
+        })
+        .collect();
+    tracker.weights(&threads, delta, &floor)
+}
+
+/// Change of each source node's mean loaded latency (ns) from the loads `now` to the loads
+/// `after` (per-path accesses per second), by the load model.
+fn node_latency_change(load: &model::LoadModel, now: &[Vec<f64>], after: &[Vec<f64>]) -> Vec<f64> {
+    let nn = now.len();
+    let mean = |path: &[Vec<f64>]| -> Vec<f64> {
+        let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
+        let lat = load.loaded(&acc, path);
+        (0..nn)
+            .map(|s| {
+                let x: f64 = path[s].iter().sum();
+                if x > 0.0 {
+                    path[s].iter().zip(&lat[s]).map(|(a, l)| a * l).sum::<f64>() / x
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    };
+    mean(after).iter().zip(mean(now)).map(|(a, b)| a - b).collect()
 }
 
 /// Every sample of the cycle is a page fault or a hinting fault (a software source without a

@@ -329,17 +329,6 @@ impl LoadModel {
     pub fn queueing(&self, lat: &[Vec<f64>]) -> Vec<Vec<f64>> {
         lat.iter().zip(&self.idle).map(|(l, i)| l.iter().zip(i).map(|(a, b)| a - b).collect()).collect()
     }
-
-    /// Mean latency of the chunk's accesses (ns) for its source shares and page shares.
-    pub fn mean_latency(lat: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
-        let mut s = 0.0;
-        for (i, si) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
-            for (j, pj) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
-                s += si * pj * lat[i][j];
-            }
-        }
-        s
-    }
 }
 
 #[cfg(test)]
