@@ -98,8 +98,8 @@ pub fn local_path_is_narrow(m: &ptb_topology::Machine) -> bool {
 /// every block).
 pub const PHASE_SHIFT: f64 = 0.5;
 
-/// A program's nodes, whether its shared data is spread wide, and the memory nodes.
-type WeightKey = (Vec<NodeIdx>, bool, Vec<NodeIdx>);
+/// A program's nodes, the percent of its shared data spread wide, and the memory nodes.
+type WeightKey = (Vec<NodeIdx>, u8, Vec<NodeIdx>);
 
 /// The `ptb` policy.
 #[derive(Debug)]

@@ -35,15 +35,22 @@ use ptb_profile::AppId;
 use ptb_topology::{Machine, NodeIdx};
 use std::collections::BTreeMap;
 
-/// A candidate layout: nodes used (the first of the program's order), shared data over every
-/// memory node (else over its own), percent of each private chunk at home.
-type Candidate = (usize, bool, u8);
+/// A candidate layout: nodes used (the first of the program's order), percent of the shared
+/// data spread over every memory node (the rest over its own), percent of each private chunk
+/// at home.
+type Candidate = (usize, u8, u8);
+
+/// Percent of a program's shared data spread over every memory node with link-aware weights,
+/// the rest over its own nodes (candidates where the machine's links differ in width): from
+/// none, through a spill beside the program's own controllers, to all of it.
+pub const WIDE_SHARES: [u8; 4] = [0, 15, 30, 100];
 
 /// What ptb keeps about each program's layout.
 #[derive(Clone, Debug, Default)]
 pub struct AppLayout {
-    /// Shared data over every memory node (else over the program's own nodes).
-    pub wide: bool,
+    /// Percent of the shared data over every memory node (the rest over the program's own
+    /// nodes: [`WIDE_SHARES`]).
+    pub wide: u8,
     /// Percent of each private chunk at home ([`super::home::SHARES`]).
     pub pct: u8,
     /// When (seconds of management) the program's layout was first evaluated, and how many
@@ -58,7 +65,7 @@ pub struct AppLayout {
 }
 
 impl AppLayout {
-    fn new(wide: bool) -> Self {
+    fn new(wide: u8) -> Self {
         AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, scores: BTreeMap::new() }
     }
 }
@@ -74,19 +81,35 @@ fn own_memory(nodes: &[NodeIdx], mem_nodes: &[NodeIdx]) -> Vec<NodeIdx> {
 }
 
 /// Spread weights of a layout: over its own memory nodes, in proportion to their bandwidth
-/// where they differ (else evenly); or, wide, the link-aware weights for readers on its nodes
-/// (in proportion to their CPUs) where the machine's links are known, else in proportion to
-/// bandwidth over every memory node.
-pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: bool) -> Vec<(NodeIdx, u32)> {
+/// where they differ (else evenly); `wide` percent of it instead with the link-aware weights
+/// for readers on its nodes (in proportion to their CPUs) where the machine's links are known,
+/// else in proportion to bandwidth over every memory node.
+pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: u8) -> Vec<(NodeIdx, u32)> {
     let even = |v: &[NodeIdx]| super::spread_weights(m, v).unwrap_or_else(|| v.iter().map(|&n| (n, 1)).collect());
-    if !wide {
-        return even(&own_memory(nodes, mem_nodes));
+    let own = even(&own_memory(nodes, mem_nodes));
+    if wide == 0 {
+        return own;
     }
     let mut src = vec![0.0; m.n_nodes()];
     for n in nodes {
         src[n.ix()] = m.node(*n).cpus.len() as f64;
     }
-    super::spread::link_aware_weights(m, mem_nodes, &src).unwrap_or_else(|| even(mem_nodes))
+    let all = super::spread::link_aware_weights(m, mem_nodes, &src).unwrap_or_else(|| even(mem_nodes));
+    if wide >= 100 {
+        return all;
+    }
+    let nn = m.n_nodes();
+    let shares = |w: &[(NodeIdx, u32)]| {
+        let t: f64 = w.iter().map(|x| f64::from(x.1)).sum::<f64>().max(1.0);
+        let mut v = vec![0.0; nn];
+        for (n, x) in w {
+            v[n.ix()] += f64::from(*x) / t;
+        }
+        v
+    };
+    let b = f64::from(wide) / 100.0;
+    let blend: Vec<f64> = shares(&own).iter().zip(shares(&all)).map(|(o, a)| (1.0 - b) * o + b * a).collect();
+    super::home::weights_of(&blend)
 }
 
 /// Per source node, the shares of its accesses on each memory node when a `private` share of
@@ -115,7 +138,7 @@ impl Ptb {
         let apps = self.pins.own()?.clone();
         let mut out = BTreeMap::new();
         for (app, an) in apps {
-            let wide = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).wide;
+            let wide = self.layout.entry(app).or_insert_with(|| AppLayout::new(0)).wide;
             let w = self.cached_weights(m, mem_nodes, an.nodes(), wide);
             out.insert(app, w);
         }
@@ -127,7 +150,7 @@ impl Ptb {
         m: &Machine,
         mem_nodes: &[NodeIdx],
         nodes: &[NodeIdx],
-        wide: bool,
+        wide: u8,
     ) -> Vec<(NodeIdx, u32)> {
         self.weight_cache
             .entry((sorted(nodes), wide, mem_nodes.to_vec()))
@@ -204,8 +227,8 @@ impl Ptb {
             // program uses, in that order.
             let mut order: Vec<NodeIdx> = own.clone();
             order.extend(an.order.iter().copied().filter(|n| !own.contains(n) && !used.contains(n)));
-            let lay = self.layout.entry(app).or_insert_with(|| AppLayout::new(false)).clone();
-            let eval = |me: &mut Ptb, nodes: &[NodeIdx], wide: bool, pct: u8| -> f64 {
+            let lay = self.layout.entry(app).or_insert_with(|| AppLayout::new(0)).clone();
+            let eval = |me: &mut Ptb, nodes: &[NodeIdx], wide: u8, pct: u8| -> f64 {
                 let w = me.cached_weights(m, mem_nodes, nodes, wide);
                 let spill = me.spill(m, mem_nodes).to_vec();
                 let set = sorted(nodes);
@@ -252,7 +275,7 @@ impl Ptb {
                 // the machine's links differ in width (the 8-node Opteron's 8- and 16-bit links):
                 // elsewhere the bandwidth-proportional spread over the program's nodes was as
                 // good or better (broadwell-cod-4n, simulated).
-                let wides: &[bool] = if super::spread::links_differ(m) { &[false, true] } else { &[false] };
+                let wides: &[u8] = if super::spread::links_differ(m) { &WIDE_SHARES } else { &[0] };
                 for &wide in wides {
                     for &pct in pcts {
                         let r = (eval(self, &order[..k], wide, pct) / now).max(1e-9).ln();
@@ -273,7 +296,7 @@ impl Ptb {
                 l.evals = l.evals.saturating_add(1);
             }
             stats.insert(format!("layout_nodes_app{app}"), own.len() as f64);
-            stats.insert(format!("layout_wide_app{app}"), f64::from(u8::from(lay.wide)));
+            stats.insert(format!("layout_wide_app{app}"), f64::from(lay.wide));
             stats.insert(format!("home_pct_app{app}"), f64::from(lay.pct));
             // Expected residency, the change-point rule of the chunks: the mean period between
             // layout changes so far, after a prior of `horizon_s`.
@@ -334,8 +357,8 @@ impl Ptb {
         &self,
         snap: &Snapshot,
         app: AppId,
-        (from_nodes, from_wide, from_pct): (&[NodeIdx], bool, u8),
-        (to_nodes, to_wide, to_pct): (&[NodeIdx], bool, u8),
+        (from_nodes, from_wide, from_pct): (&[NodeIdx], u8, u8),
+        (to_nodes, to_wide, to_pct): (&[NodeIdx], u8, u8),
         mem_nodes: &[NodeIdx],
         homes: bool,
         n_threads: usize,
@@ -371,5 +394,29 @@ impl Ptb {
             pages += (move_new - move_now).max(0.0) * r.npages as f64;
         }
         pages * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wide_share_spills_that_part_of_the_shared_data_beyond_the_programs_nodes() {
+        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+        let mem: Vec<NodeIdx> = (0..m.n_nodes()).map(NodeIdx::from_ix).collect();
+        let nodes = [NodeIdx::from_ix(0), NodeIdx::from_ix(1)];
+        let on_own = |w: &[(NodeIdx, u32)]| {
+            let t: f64 = w.iter().map(|x| f64::from(x.1)).sum();
+            w.iter().filter(|x| nodes.contains(&x.0)).map(|x| f64::from(x.1)).sum::<f64>() / t
+        };
+        let own = weights(&m, &mem, &nodes, 0);
+        let all = weights(&m, &mem, &nodes, 100);
+        assert_eq!(on_own(&own), 1.0);
+        assert!(on_own(&all) < 0.9, "{all:?}");
+        // 30% wide: 70% by the own weights plus 30% of what the wide ones put there.
+        let want = 0.7 + 0.3 * on_own(&all);
+        let got = on_own(&weights(&m, &mem, &nodes, 30));
+        assert!((got - want).abs() < 0.03, "{got} vs {want}");
     }
 }
