@@ -30,9 +30,10 @@
 //!    are spread instead; a move happens when its saving over the chunk's expected residency
 //!    pays back `payback` times its migration cost. A saving counts where it shortens the
 //!    program's run ([`pace`]): its threads meet at barriers, so a saving on the node whose
-//!    threads the sampled latencies show to be the slowest counts for all of them. The residency is one change-point rule
-//!    ([`chunks::ChunkState::observe_target`]): the mean length of the periods between
-//!    changes of the chunk's users, after a prior of `horizon_s`.
+//!    threads the sampled latencies show to be the slowest counts for all of them. The
+//!    residency is one change-point rule ([`chunks::ChunkState::observe_target`]): the mean
+//!    length of the periods between changes of the chunk's users, after a prior of
+//!    `horizon_s`.
 //! 6. **Sampling**: the first cycles, and those after a phase change (the traffic more than
 //!    doubles, or most evidence loses its dominant user: [`PHASE_SHIFT`]), last a quarter of
 //!    `cycle_ms` and sample twice as often; after 3 cycles without moves the period grows 4x.
@@ -441,9 +442,17 @@ impl Ptb {
         }
         let lat_now = load.loaded(&load.acc, &load.path);
         let lat_after = load.loaded(&after, &after_path);
-        let pace =
-            pace_weights(&mut self.pace, snap, &load, &node_latency_change(&load, &load.path, &after_path), p.mlp);
-        let mut done = load.path.clone();
+        let means_now = node_mean_latency(&lat_now, &load.path);
+        let delta = |path: &[Vec<f64>]| -> Vec<f64> {
+            node_mean_latency(&load.loaded(&column_sums(path), path), path)
+                .iter()
+                .zip(&means_now)
+                .map(|(a, b)| a - b)
+                .collect()
+        };
+        let pace = pace_weights(&mut self.pace, snap, &load, &delta(&after_path), p.mlp);
+        // The loads after the moves made (`done_acc` only as the shift's scratch).
+        let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
         let after_links = load.link_loads(&after_path);
         let mut out = Vec::new();
@@ -469,7 +478,7 @@ impl Ptb {
             *stats
                 .entry(if matches!(c.want, Target::Spread) { "moves_spread" } else { "moves_home" }.into())
                 .or_default() += 1.0;
-            model::LoadModel::shift(&mut vec![0.0; nn], &mut done, c.a, &c.src, &c.from, &to);
+            model::LoadModel::shift(&mut done_acc, &mut done, c.a, &c.src, &c.from, &to);
             if let Some(st) = self.table.get_mut(c.key) {
                 st.placed = Some(c.want);
                 st.moved_to = Some(to.iter().map(|&x| x as f32).collect());
@@ -483,7 +492,7 @@ impl Ptb {
         }
         // The pace history describes the placement in force: moved on by the moves made.
         if !out.is_empty() {
-            self.pace.shift(&node_latency_change(&load, &load.path, &done));
+            self.pace.shift(&delta(&done));
         }
         out
     }
@@ -524,12 +533,7 @@ impl Ptb {
                 Some(home::Private { app: key.app, node: top, a: c.accesses_per_s(), src: c.src_shares(), from })
             })
             .collect();
-        let mut threads = vec![0.0; nn];
-        for t in snap.threads {
-            threads[t.node.ix()] += 1.0;
-        }
-        let measured = measured_latency_ns(snap);
-        let closed = closed::Closed::new(load, threads, &measured, self.p.mlp);
+        let closed = closed::Closed::for_snapshot(load, snap, self.p.mlp);
         home::predict(&closed, load, &private, weights, self.home.pct)
     }
 }
@@ -576,8 +580,17 @@ pub(crate) fn wilson_lower(p: f64, n: f64, z: f64) -> f64 {
     ((centre - margin) / (1.0 + z2 / n)).clamp(0.0, 1.0)
 }
 
+/// Threads on each node.
+pub(crate) fn threads_per_node(snap: &Snapshot) -> Vec<f64> {
+    let mut threads = vec![0.0; snap.machine.n_nodes()];
+    for t in snap.threads {
+        threads[t.node.ix()] += 1.0;
+    }
+    threads
+}
+
 /// Mean sampled latency of each node's accesses (node of the accessing thread), ns, where at
-/// least 16 samples carry one.
+/// least [`pace::MIN_LATENCY_SAMPLES`] samples carry one.
 pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
     let nn = snap.machine.n_nodes();
     let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
@@ -587,12 +600,12 @@ pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
             n[t.node.ix()] += 1;
         }
     }
-    sum.iter().zip(&n).map(|(s, &k)| (k >= 16).then(|| s / f64::from(k))).collect()
+    sum.iter().zip(&n).map(|(s, &k)| (f64::from(k) >= pace::MIN_LATENCY_SAMPLES).then(|| s / f64::from(k))).collect()
 }
 
 /// The pace weights of every program's source nodes ([`pace`]): the cycle's latency samples
-/// folded into `tracker`, and the change of each node's mean latency from now to after the
-/// cycle's candidate moves ([`node_latency_change`]).
+/// folded into `tracker`, and `delta`, the change of each node's mean latency from now to
+/// after the cycle's candidate moves.
 fn pace_weights(
     tracker: &mut pace::PaceTracker,
     snap: &Snapshot,
@@ -614,7 +627,7 @@ fn pace_weights(
     }
     tracker.observe(&threads, &lat);
     // Each program's time per access (thread-ns), over its nodes: N / X.
-    let all: Vec<f64> = (0..nn).map(|s| snap.threads.iter().filter(|t| t.node.ix() == s).count() as f64).collect();
+    let all = threads_per_node(snap);
     let floor = threads
         .iter()
         .map(|(&app, thr)| {
@@ -629,25 +642,25 @@ fn pace_weights(
     tracker.weights(&threads, delta, &floor)
 }
 
-/// Change of each source node's mean loaded latency (ns) from the loads `now` to the loads
-/// `after` (per-path accesses per second), by the load model.
-fn node_latency_change(load: &model::LoadModel, now: &[Vec<f64>], after: &[Vec<f64>]) -> Vec<f64> {
-    let nn = now.len();
-    let mean = |path: &[Vec<f64>]| -> Vec<f64> {
-        let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
-        let lat = load.loaded(&acc, path);
-        (0..nn)
-            .map(|s| {
-                let x: f64 = path[s].iter().sum();
-                if x > 0.0 {
-                    path[s].iter().zip(&lat[s]).map(|(a, l)| a * l).sum::<f64>() / x
-                } else {
-                    0.0
-                }
-            })
-            .collect()
-    };
-    mean(after).iter().zip(mean(now)).map(|(a, b)| a - b).collect()
+/// Accesses per second served by each memory node for the per-path loads `path`.
+fn column_sums(path: &[Vec<f64>]) -> Vec<f64> {
+    (0..path.len()).map(|d| path.iter().map(|r| r[d]).sum()).collect()
+}
+
+/// Mean loaded latency (ns) of each source node's accesses: the loaded latencies `lat`
+/// weighted by the per-path loads `path` (0 for a node without accesses).
+fn node_mean_latency(lat: &[Vec<f64>], path: &[Vec<f64>]) -> Vec<f64> {
+    path.iter()
+        .zip(lat)
+        .map(|(row, l)| {
+            let x: f64 = row.iter().sum();
+            if x > 0.0 {
+                row.iter().zip(l).map(|(a, b)| a * b).sum::<f64>() / x
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 /// Every sample of the cycle is a page fault or a hinting fault (a software source without a

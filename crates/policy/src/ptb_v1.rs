@@ -71,7 +71,7 @@ mod params;
 use crate::ptb::spread;
 // The helpers v2 kept as they were in v1 (same code: one copy).
 pub use crate::ptb::local_path_is_narrow;
-use crate::ptb::{fault_driven, measured_latency_ns, spread_weights, wilson_lower};
+use crate::ptb::{fault_driven, measured_latency_ns, spread_weights, threads_per_node, wilson_lower};
 mod threads;
 
 pub use params::{PtbParams, Switch, PARAMS};
@@ -517,12 +517,7 @@ impl PtbV1 {
                 Some(home::Private { node: top, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from })
             })
             .collect();
-        let mut threads = vec![0.0; nn];
-        for t in snap.threads {
-            threads[t.node.ix()] += 1.0;
-        }
-        let measured = measured_latency_ns(snap);
-        let closed = closed::Closed::new(load, threads, &measured, self.p.mlp);
+        let closed = closed::Closed::new(load, threads_per_node(snap), &measured_latency_ns(snap), self.p.mlp);
         home::predict(&closed, load, &private, weights, self.home.pct)
     }
 }

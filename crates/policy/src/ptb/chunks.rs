@@ -205,10 +205,7 @@ impl ChunkTable {
         // samples per thread this cycle than the others (stalled by page copies, waiting at a
         // barrier) keeps more of what was seen of it. Else a node silent for a cycle would make
         // data every node reads look like the other nodes' own.
-        let (mut seen, mut threads) = (vec![0.0f64; nn], vec![0.0f64; nn]);
-        for t in snap.threads {
-            threads[t.node.ix()] += 1.0;
-        }
+        let (mut seen, threads) = (vec![0.0f64; nn], super::threads_per_node(snap));
         for s in snap.samples {
             if let Some(&n) = cpu_node.get(s.cpu.0 as usize).filter(|&&n| n != u16::MAX) {
                 seen[n as usize] += 1.0;

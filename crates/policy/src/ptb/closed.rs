@@ -53,6 +53,12 @@ impl<'a> Closed<'a> {
         Closed { load, threads, compute_ns, mlp }
     }
 
+    /// Calibrate on the cycle's measured traffic (`load`), the threads of `snap` on each node
+    /// and the mean sampled latency of each node's accesses.
+    pub fn for_snapshot(load: &'a LoadModel, snap: &crate::snapshot::Snapshot, mlp: f64) -> Self {
+        Self::new(load, super::threads_per_node(snap), &super::measured_latency_ns(snap), mlp)
+    }
+
     /// Predicted accesses per second of all threads when node s's accesses go to the memory
     /// nodes in the shares `shape[s]` (rows summing to 1; a zero row: no accesses).
     pub fn throughput(&self, shape: &[Vec<f64>]) -> f64 {

@@ -98,23 +98,15 @@ pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: u8) 
     if wide >= 100 {
         return all;
     }
-    let nn = m.n_nodes();
-    let shares = |w: &[(NodeIdx, u32)]| {
-        let t: f64 = w.iter().map(|x| f64::from(x.1)).sum::<f64>().max(1.0);
-        let mut v = vec![0.0; nn];
-        for (n, x) in w {
-            v[n.ix()] += f64::from(*x) / t;
-        }
-        v
-    };
+    let shares = |w: &[(NodeIdx, u32)]| model::target_shares(Target::Spread, w, &[], m.n_nodes());
     let b = f64::from(wide) / 100.0;
     let blend: Vec<f64> = shares(&own).iter().zip(shares(&all)).map(|(o, a)| (1.0 - b) * o + b * a).collect();
     super::home::weights_of(&blend)
 }
 
 /// Per source node, the shares of its accesses on each memory node when a `private` share of
-/// them goes to chunks at home (`pct` percent of each at home, the rest on the other nodes of `w` in the home's `spill` shares) and
-/// the rest to shared chunks spread with `w`.
+/// them goes to chunks at home (`pct` percent of each at home, the rest on the other nodes of
+/// `w` in the home's `spill` shares) and the rest to shared chunks spread with `w`.
 fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], spill: &[Vec<f64>], nn: usize) -> Vec<f64> {
     let home = model::target_shares(Target::Node(s, pct), w, spill, nn);
     let spread = model::target_shares(Target::Spread, w, spill, nn);
@@ -186,12 +178,7 @@ impl Ptb {
         let Some(apps) = self.pins.own().cloned() else { return vec![] };
         let m = snap.machine;
         let nn = m.n_nodes();
-        let mut threads = vec![0.0; nn];
-        for t in snap.threads {
-            threads[t.node.ix()] += 1.0;
-        }
-        let measured = super::measured_latency_ns(snap);
-        let closed = Closed::new(load, threads, &measured, self.p.mlp);
+        let closed = Closed::for_snapshot(load, snap, self.p.mlp);
         let (thr, comp) = {
             let (a, b) = closed.calibration();
             (a.to_vec(), b.to_vec())

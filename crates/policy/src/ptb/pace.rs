@@ -22,14 +22,15 @@
 //! contents, interrupts, the hardware threads they share a core with), so each node's time
 //! also carries an uncertainty of [`IMBALANCE`] of the program's time per access (`N / X`
 //! for `X` accesses a second), in latency terms times `mlp`: a node slower by a few ns out of
-//! a hundred does not hold the program back for sure. A saving on node s's accesses shortens the program's run
-//! when s is the slowest node, and then for all `N` threads rather than s's `n_s`: its weight
-//! is `N / n_s * P(s slowest)`. The cycle's moves are judged together, so the weights are
-//! averaged along the way from the latencies now to those the load model predicts after all
-//! of them (the Aumann-Shapley share of each move in the change of the slowest node's time:
-//! the shares add up to that change). A program whose moves leave one node the slowest all
-//! along credits the savings on that node only; one that is balanced all along keeps the mean
-//! (the weights average 1 over the threads).
+//! a hundred does not hold the program back for sure. A saving on node s's accesses shortens
+//! the program's run when s is the slowest node, and then for all `N` threads rather than
+//! s's `n_s`: its weight is `N / n_s * P(s slowest)`. The cycle's moves are judged together,
+//! so the weights are averaged along the way from the latencies now to those the load model
+//! predicts after all of them (an Aumann-Shapley share of each move in the change of the
+//! slowest node's time: where the slowest node is known for sure, the shares add up to that
+//! change). A program whose moves leave one node the slowest all along credits the savings on
+//! that node only; one that is balanced all along keeps the mean (the weights average 1 over
+//! the threads).
 
 use ptb_profile::AppId;
 use std::collections::BTreeMap;
@@ -37,8 +38,8 @@ use std::collections::BTreeMap;
 /// Latency samples of one node's accesses: count and sum (ns).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LatencyStats {
-    pub n: f64,
-    pub sum: f64,
+    n: f64,
+    sum: f64,
 }
 
 impl LatencyStats {
@@ -121,14 +122,14 @@ impl PaceTracker {
 
     /// The weights of this cycle's savings, with `delta[s]` the change of node s's mean
     /// latency (ns) the cycle's moves are predicted to bring. A program gets weights only where
-    /// every node it has threads on has been seen for two cycles.
-    /// `floor[app]`: the variance (ns²) every node's latency estimate carries beside its own
-    /// ([`IMBALANCE`]).
+    /// every node it has threads on has been seen for two cycles. `floor[app]`: the variance
+    /// (ns²) every node's latency estimate carries beside its own ([`IMBALANCE`]).
     pub fn weights(&self, threads: &BTreeMap<AppId, Vec<f64>>, delta: &[f64], floor: &BTreeMap<AppId, f64>) -> Pace {
         let est = self
             .apps
             .iter()
             .filter_map(|(&app, (nodes, tr))| {
+                let f = floor.get(&app).copied().unwrap_or(0.0);
                 let e: Option<Vec<(f64, f64)>> = (0..tr.len())
                     .map(|s| {
                         if !nodes.contains(&s) {
@@ -136,7 +137,6 @@ impl PaceTracker {
                         }
                         let t = tr[s];
                         let n = f64::from(t.cycles);
-                        let f = floor.get(&app).copied().unwrap_or(0.0);
                         (t.cycles >= 2).then(|| (t.mean, t.m2 / (n - 1.0) / n + f))
                     })
                     .collect();
