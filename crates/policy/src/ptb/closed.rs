@@ -19,7 +19,7 @@
 //! where a controller, path or link would carry more than its capacity. A controller or link
 //! adds the load model's queueing delay ([`super::model::queue_ns`]).
 
-use super::model::{queue_ns, LoadModel};
+use super::model::LoadModel;
 
 const ITERATIONS: usize = 80;
 const DAMPING: f64 = 0.3;
@@ -128,23 +128,11 @@ impl<'a> Closed<'a> {
 }
 
 /// Loaded latency (source node x memory node), ns, for the per-path loads `path`: idle
-/// latency plus the queueing of the controller and of every link on the route.
+/// latency plus the queueing of the controller and of every link on the route (the paths are
+/// held to their capacity in [`Closed::solve`], not queued).
 fn latencies(m: &LoadModel, path: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let nn = path.len();
-    let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
-    let links = m.link_loads(path);
-    let lq: Vec<f64> = links.iter().zip(&m.link_cap).map(|(a, c)| queue_ns(*a, *c)).collect();
-    (0..nn)
-        .map(|s| {
-            (0..nn)
-                .map(|d| {
-                    m.idle[s][d]
-                        + queue_ns(acc[d], m.cap[d])
-                        + m.links_of[s][d].iter().map(|&(l, share)| share * lq[l]).sum::<f64>()
-                })
-                .collect()
-        })
-        .collect()
+    let acc: Vec<f64> = (0..path.len()).map(|d| path.iter().map(|r| r[d]).sum()).collect();
+    m.loaded_with(&acc, path, false)
 }
 
 /// Mean of `v` weighted by `w` (0 when `w` is all zero).

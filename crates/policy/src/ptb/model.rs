@@ -274,6 +274,12 @@ impl LoadModel {
 
     /// Loaded latency matrix (source node x memory node) for the given loads.
     pub fn loaded(&self, acc: &[f64], path: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        self.loaded_with(acc, path, true)
+    }
+
+    /// [`Self::loaded`], with the CPU-to-memory paths queueing (`path_queue`) or left out (the
+    /// closed model holds them to their capacity instead).
+    pub(super) fn loaded_with(&self, acc: &[f64], path: &[Vec<f64>], path_queue: bool) -> Vec<Vec<f64>> {
         let nn = acc.len();
         let links = self.link_loads(path);
         let link_delay: Vec<f64> = links.iter().zip(&self.link_cap).map(|(a, c)| queue_ns(*a, *c)).collect();
@@ -283,7 +289,7 @@ impl LoadModel {
                     .map(|d| {
                         self.idle[s][d]
                             + queue_ns(acc[d], self.cap[d])
-                            + queue_ns(path[s][d], self.path_cap[s][d])
+                            + if path_queue { queue_ns(path[s][d], self.path_cap[s][d]) } else { 0.0 }
                             + self.links_of[s][d].iter().map(|&(l, share)| share * link_delay[l]).sum::<f64>()
                     })
                     .collect()
