@@ -21,8 +21,9 @@
 //! (what a switch between them looks like). The clusters are the phase kinds; runs of windows
 //! of one kind are the phases, and a run shorter than [`MIN_WINDOWS`] windows joins the
 //! neighbour that explains its samples better. Each switch is then placed to the sample, at the
-//! likeliest cut (under the two kinds' mixes) within the windows on either side. A steady program's windows differ only by
-//! sampling noise, far less than [`THETA`] once pooled, so it stays one phase.
+//! likeliest cut (under the two kinds' mixes) within the windows on either side. A steady
+//! program's windows differ only by sampling noise, far less than [`THETA`] once pooled, so it
+//! stays one phase.
 
 /// One sample as the phase finder sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
