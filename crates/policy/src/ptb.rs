@@ -20,7 +20,8 @@
 //! 4. **Layout** ([`layout`], [`closed`], [`nodesets`], [`threads`]): threads are pinned to
 //!    nodes in blocks; a program with fewer threads than CPUs starts on the best-connected
 //!    nodes that hold it. One objective, the throughput of all threads predicted by a closed
-//!    model calibrated on the measured access rates and sampled latencies, chooses together
+//!    model calibrated on the measured access rates and sampled latencies (with the accesses
+//!    each program's threads overlap estimated from the same samples: [`mlp`]), chooses together
 //!    how many nodes each program runs on, whether its shared data is spread over its own
 //!    nodes or (where links differ in width) over all with link-aware weights ([`spread`]), and
 //!    how much of each private chunk stays home (100% down to 40%, the rest where the home
@@ -52,6 +53,7 @@ mod chunks;
 mod closed;
 mod home;
 mod layout;
+mod mlp;
 mod model;
 mod nodesets;
 mod pace;
@@ -132,11 +134,14 @@ pub struct Ptb {
     spill_cache: Option<(Vec<NodeIdx>, Vec<Vec<f64>>)>,
     /// Per program and node, the history of sampled latencies behind the pace weights.
     pace: pace::PaceTracker,
+    /// Per program, the accesses its threads overlap ([`mlp`]).
+    mlp: mlp::MlpTracker,
 }
 
 impl Ptb {
     pub fn new(p: PtbParams) -> Self {
         let period = p.period;
+        let prior_mlp = p.mlp;
         Ptb {
             table: ChunkTable::new(p.chunk_pages),
             quick_until: QUICK_CYCLES,
@@ -152,6 +157,7 @@ impl Ptb {
             weight_cache: Default::default(),
             spill_cache: None,
             pace: Default::default(),
+            mlp: mlp::MlpTracker::new(prior_mlp),
         }
     }
 
@@ -217,7 +223,15 @@ impl Policy for Ptb {
         let unpriced = fault_driven(snap);
         if unpriced {
             plan.stats.insert("fault_samples_unpriced".into(), 1.0);
-        } else if demand.share < self.p.gate {
+        } else {
+            let per_sample_s = period as f64 / snap.cycle.as_secs_f64().max(1e-6);
+            self.mlp.observe(&mlp_cycle(snap), per_sample_s);
+            let apps: std::collections::BTreeSet<ptb_profile::AppId> = snap.threads.iter().map(|t| t.app).collect();
+            for app in apps {
+                plan.stats.insert(format!("mlp_app{app}"), self.mlp.mlp(app));
+            }
+        }
+        if !unpriced && demand.share < self.p.gate {
             plan.stats.insert("gated_compute_bound".into(), 1.0);
             self.after_cycle(&mut plan, 0, demand.share);
             return plan;
@@ -269,8 +283,10 @@ impl Ptb {
         let shifted = self.table.shifted_share() > PHASE_SHIFT;
         if self.cycles > 1 && demand >= self.p.gate && (demand > 2.0 * self.last_demand || shifted) {
             self.quick_until = self.quick_until.max(self.cycles.saturating_add(QUICK_CYCLES));
-            // A new phase: which node sets the pace is seen anew.
+            // A new phase: which node sets the pace, and how much the threads overlap, are
+            // seen anew.
             self.pace.reset();
+            self.mlp.reset();
         }
         self.last_demand = demand;
         if moves == 0 && demand < self.p.gate {
@@ -450,7 +466,7 @@ impl Ptb {
                 .map(|(a, b)| a - b)
                 .collect()
         };
-        let pace = pace_weights(&mut self.pace, snap, &load, &delta(&after_path), p.mlp);
+        let pace = pace_weights(&mut self.pace, snap, &load, &delta(&after_path), &self.mlp);
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
@@ -468,7 +484,7 @@ impl Ptb {
             let saving_ns_per_s = c.a
                 * (pace::Pace::weighted_latency(w, now, &c.src, &c.from)
                     - pace::Pace::weighted_latency(w, later, &c.src, &to))
-                / p.mlp;
+                / self.mlp.mlp(c.key.app);
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;
@@ -499,6 +515,18 @@ impl Ptb {
 }
 
 impl Ptb {
+    /// The accesses each node's threads overlap: the mean of their programs' `1 / mlp` over the
+    /// node's threads (the prior on a node without threads).
+    fn mlp_per_node(&self, snap: &Snapshot) -> Vec<f64> {
+        let nn = snap.machine.n_nodes();
+        let (mut inv, mut n) = (vec![0.0; nn], vec![0.0; nn]);
+        for t in snap.threads {
+            inv[t.node.ix()] += 1.0 / self.mlp.mlp(t.app);
+            n[t.node.ix()] += 1.0;
+        }
+        inv.iter().zip(&n).map(|(i, &k)| if k > 0.0 { k / i } else { self.mlp.prior() }).collect()
+    }
+
     /// The home share of `app`'s private chunks: its layout's ([`layout`]) where every program
     /// runs on nodes of its own, else (programs sharing nodes, or unpinned) the one share of
     /// all programs ([`home`]).
@@ -533,7 +561,7 @@ impl Ptb {
                 Some(home::Private { app: key.app, node: top, a: c.accesses_per_s(), src: c.src_shares(), from })
             })
             .collect();
-        let closed = closed::Closed::for_snapshot(load, snap, self.p.mlp);
+        let closed = closed::Closed::for_snapshot(load, snap, self.mlp_per_node(snap));
         home::predict(&closed, load, &private, weights, self.home.pct)
     }
 }
@@ -611,7 +639,7 @@ fn pace_weights(
     snap: &Snapshot,
     load: &model::LoadModel,
     delta: &[f64],
-    mlp: f64,
+    mlp: &mlp::MlpTracker,
 ) -> pace::Pace {
     use std::collections::BTreeMap;
     let nn = snap.machine.n_nodes();
@@ -636,10 +664,32 @@ fn pace_weights(
                 .map(|s| (thr[s], load.path[s].iter().sum::<f64>() * thr[s] / all[s]))
                 .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
             let t_ns = if x > 0.0 { n * 1e9 / x } else { 0.0 };
-            (app, (pace::IMBALANCE * t_ns * mlp).powi(2))
+            (app, (pace::IMBALANCE * t_ns * mlp.mlp(app)).powi(2))
         })
         .collect();
     tracker.weights(&threads, delta, &floor)
+}
+
+/// What the cycle's samples say of every program's threads on each node ([`mlp`]): their
+/// number, their samples and the latencies those carry (node of the sampled thread).
+fn mlp_cycle(snap: &Snapshot) -> std::collections::BTreeMap<ptb_profile::AppId, Vec<mlp::NodeCycle>> {
+    use std::collections::{BTreeMap, HashMap};
+    let nn = snap.machine.n_nodes();
+    let mut out: BTreeMap<ptb_profile::AppId, Vec<mlp::NodeCycle>> = BTreeMap::new();
+    let mut of: HashMap<ptb_profile::Tid, (ptb_profile::AppId, usize)> = HashMap::with_capacity(snap.threads.len());
+    for t in snap.threads {
+        out.entry(t.app).or_insert_with(|| vec![Default::default(); nn])[t.node.ix()].threads += 1.0;
+        of.insert(t.tid, (t.app, t.node.ix()));
+    }
+    for s in snap.samples {
+        let Some(&(app, n)) = of.get(&s.tid) else { continue };
+        let Some(c) = out.get_mut(&app).and_then(|v| v.get_mut(n)) else { continue };
+        c.samples += 1.0;
+        if let Some(l) = s.latency_ns {
+            c.add_latency(f64::from(l));
+        }
+    }
+    out
 }
 
 /// Accesses per second served by each memory node for the per-path loads `path`.

@@ -31,13 +31,15 @@ pub struct Closed<'a> {
     threads: Vec<f64>,
     /// Compute time per access per source node, ns.
     compute_ns: Vec<f64>,
-    mlp: f64,
+    /// Accesses a thread overlaps, per source node ([`super::mlp`]).
+    mlp: Vec<f64>,
 }
 
 impl<'a> Closed<'a> {
     /// Calibrate on the loads of `load` (the measured traffic), with `threads` per node and
-    /// the measured mean latency of each node's accesses where known (ns).
-    pub fn new(load: &'a LoadModel, threads: Vec<f64>, measured_ns: &[Option<f64>], mlp: f64) -> Self {
+    /// the measured mean latency of each node's accesses where known (ns) and the accesses
+    /// each node's threads overlap.
+    pub fn new(load: &'a LoadModel, threads: Vec<f64>, measured_ns: &[Option<f64>], mlp: Vec<f64>) -> Self {
         let lat = latencies(load, &load.path);
         let compute_ns = (0..load.acc.len())
             .map(|s| {
@@ -47,15 +49,16 @@ impl<'a> Closed<'a> {
                     return 0.0;
                 }
                 let l = measured_ns.get(s).copied().flatten().unwrap_or_else(|| mean(&load.path[s], &lat[s]));
-                (n * 1e9 / x - l / mlp).max(0.0)
+                (n * 1e9 / x - l / mlp_of(&mlp, s)).max(0.0)
             })
             .collect();
         Closed { load, threads, compute_ns, mlp }
     }
 
     /// Calibrate on the cycle's measured traffic (`load`), the threads of `snap` on each node
-    /// and the mean sampled latency of each node's accesses.
-    pub fn for_snapshot(load: &'a LoadModel, snap: &crate::snapshot::Snapshot, mlp: f64) -> Self {
+    /// the mean sampled latency of each node's accesses and the accesses each node's threads
+    /// overlap.
+    pub fn for_snapshot(load: &'a LoadModel, snap: &crate::snapshot::Snapshot, mlp: Vec<f64>) -> Self {
         Self::new(load, super::threads_per_node(snap), &super::measured_latency_ns(snap), mlp)
     }
 
@@ -63,18 +66,20 @@ impl<'a> Closed<'a> {
     /// nodes in the shares `shape[s]` (rows summing to 1; a zero row: no accesses).
     pub fn throughput(&self, shape: &[Vec<f64>]) -> f64 {
         let x: Vec<f64> = (0..shape.len()).map(|s| self.load.path[s].iter().sum()).collect();
-        self.solve(&self.threads, &self.compute_ns, shape, x).iter().sum()
+        self.solve(&self.threads, &self.compute_ns, &self.mlp, shape, x).iter().sum()
     }
 
-    /// Threads per node and compute time per access (ns) of each node's threads as calibrated.
-    pub fn calibration(&self) -> (&[f64], &[f64]) {
-        (&self.threads, &self.compute_ns)
+    /// Threads per node, compute time per access (ns) and overlapped accesses of each node's
+    /// threads as calibrated.
+    pub fn calibration(&self) -> (&[f64], &[f64], &[f64]) {
+        (&self.threads, &self.compute_ns, &self.mlp)
     }
 
     /// Predicted accesses per second of each node's threads when `threads[s]` threads computing
-    /// `compute_ns[s]` per access run on node s and send their accesses to the memory nodes in
-    /// the shares `shape[s]`: another placement of the threads as well as of the pages.
-    pub fn rates_for(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>]) -> Vec<f64> {
+    /// `compute_ns[s]` per access and overlapping `mlp[s]` accesses run on node s and send their
+    /// accesses to the memory nodes in the shares `shape[s]`: another placement of the threads
+    /// as well as of the pages.
+    pub fn rates_for(&self, threads: &[f64], compute_ns: &[f64], mlp: &[f64], shape: &[Vec<f64>]) -> Vec<f64> {
         let m = self.load;
         let x: Vec<f64> = (0..shape.len())
             .map(|s| {
@@ -82,16 +87,16 @@ impl<'a> Closed<'a> {
                 let n = threads.get(s).copied().unwrap_or(0.0);
                 let c = compute_ns.get(s).copied().unwrap_or(0.0);
                 if n > 0.0 && shape[s].iter().any(|&f| f > 0.0) {
-                    n * 1e9 / (c + l / self.mlp).max(1e-3)
+                    n * 1e9 / (c + l / mlp_of(mlp, s)).max(1e-3)
                 } else {
                     0.0
                 }
             })
             .collect();
-        self.solve(threads, compute_ns, shape, x)
+        self.solve(threads, compute_ns, mlp, shape, x)
     }
 
-    fn solve(&self, threads: &[f64], compute_ns: &[f64], shape: &[Vec<f64>], mut x: Vec<f64>) -> Vec<f64> {
+    fn solve(&self, threads: &[f64], compute_ns: &[f64], mlp: &[f64], shape: &[Vec<f64>], mut x: Vec<f64>) -> Vec<f64> {
         let m = self.load;
         let nn = shape.len();
         let path_of =
@@ -103,7 +108,7 @@ impl<'a> Closed<'a> {
                     continue;
                 }
                 let l = mean(&shape[s], &lat[s]);
-                let want = threads[s] * 1e9 / (compute_ns[s] + l / self.mlp).max(1e-3);
+                let want = threads[s] * 1e9 / (compute_ns[s] + l / mlp_of(mlp, s)).max(1e-3);
                 x[s] += DAMPING * (want - x[s]);
             }
         }
@@ -133,6 +138,11 @@ impl<'a> Closed<'a> {
 fn latencies(m: &LoadModel, path: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let acc: Vec<f64> = (0..path.len()).map(|d| path.iter().map(|r| r[d]).sum()).collect();
     m.loaded_with(&acc, path, false)
+}
+
+/// Node s's overlapped accesses (at least 1; 1 where `mlp` does not name it).
+fn mlp_of(mlp: &[f64], s: usize) -> f64 {
+    mlp.get(s).copied().filter(|m| m.is_finite()).unwrap_or(1.0).max(1.0)
 }
 
 /// Mean of `v` weighted by `w` (0 when `w` is all zero).
@@ -175,7 +185,7 @@ mod tests {
     fn the_current_shape_predicts_the_measured_traffic() {
         let (load, nn) = local_load(0.4);
         let total: f64 = load.path.iter().flatten().sum();
-        let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
+        let c = Closed::new(&load, vec![8.0; nn], &[], vec![4.0; nn]);
         let x = c.throughput(&shape(nn, 1.0, |_| 1.0));
         assert!((x - total).abs() < 0.01 * total, "{x} vs {total}");
     }
@@ -187,14 +197,14 @@ mod tests {
         // Saturated local paths; the samples show the threads waiting: 400 ns where the idle
         // local latency is ~100.
         let (load, nn) = local_load(1.0);
-        let c = Closed::new(&load, vec![8.0; nn], &vec![Some(400.0); nn], 4.0);
+        let c = Closed::new(&load, vec![8.0; nn], &vec![Some(400.0); nn], vec![4.0; nn]);
         assert!(c.throughput(&spread(nn)) > 1.05 * c.throughput(&local(nn)));
         // Without latency samples the wait is invisible and nothing is predicted to gain.
-        let blind = Closed::new(&load, vec![8.0; nn], &[], 4.0);
+        let blind = Closed::new(&load, vec![8.0; nn], &[], vec![4.0; nn]);
         assert!(blind.throughput(&spread(nn)) <= blind.throughput(&local(nn)));
         // A light load: the threads mostly compute, and remote latency only slows them.
         let (load, nn) = local_load(0.1);
-        let c = Closed::new(&load, vec![8.0; nn], &[], 4.0);
+        let c = Closed::new(&load, vec![8.0; nn], &[], vec![4.0; nn]);
         assert!(c.throughput(&spread(nn)) < c.throughput(&local(nn)));
     }
 
@@ -204,9 +214,9 @@ mod tests {
         // the nodes whose routes cross its narrow links predict a lower rate per thread, which
         // is the pace of a program whose threads share the work evenly.
         let (load, nn) = local_load(0.9);
-        let c = Closed::new(&load, vec![8.0; nn], &vec![Some(300.0); nn], 6.0);
+        let c = Closed::new(&load, vec![8.0; nn], &vec![Some(300.0); nn], vec![6.0; nn]);
         let even = shape(nn, 1.0 / nn as f64, |_| 1.0);
-        let x = c.rates_for(&[8.0; 8], c.calibration().1, &even);
+        let x = c.rates_for(&[8.0; 8], c.calibration().1, &[6.0; 8], &even);
         assert!(x.iter().all(|r| r.is_finite() && *r > 0.0), "{x:?}");
         let (lo, hi) = x.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
         assert!(lo < 0.95 * hi, "{x:?}");
@@ -224,7 +234,7 @@ mod tests {
             let nn = m.n_nodes();
             let path: Vec<Vec<f64>> = loads.chunks(nn).map(|r| r.to_vec()).collect();
             let load = model(&m, path);
-            let c = Closed::new(&load, vec![threads; nn], &vec![lat; nn], 6.0);
+            let c = Closed::new(&load, vec![threads; nn], &vec![lat; nn], vec![6.0; nn]);
             let x = c.throughput(&shape(nn, home, |_| 1.0));
             proptest::prop_assert!(x.is_finite() && x >= 0.0, "{x}");
         }

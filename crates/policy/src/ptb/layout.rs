@@ -178,10 +178,10 @@ impl Ptb {
         let Some(apps) = self.pins.own().cloned() else { return vec![] };
         let m = snap.machine;
         let nn = m.n_nodes();
-        let closed = Closed::for_snapshot(load, snap, self.p.mlp);
-        let (thr, comp) = {
-            let (a, b) = closed.calibration();
-            (a.to_vec(), b.to_vec())
+        let closed = Closed::for_snapshot(load, snap, self.mlp_per_node(snap));
+        let (thr, comp, mlps) = {
+            let (a, b, c) = closed.calibration();
+            (a.to_vec(), b.to_vec(), c.to_vec())
         };
         let base_shape: Vec<Vec<f64>> = load
             .path
@@ -209,6 +209,7 @@ impl Ptb {
             if n_threads == 0 || on_own <= 0.0 {
                 continue;
             }
+            let mlp_app = self.mlp.mlp(app);
             let c_app = own.iter().filter(active).map(|n| thr[n.ix()] * comp[n.ix()]).sum::<f64>() / on_own;
             // Candidate node sets: its own nodes first, then the nodes of its order that no other
             // program uses, in that order.
@@ -220,7 +221,7 @@ impl Ptb {
                 let spill = me.spill(m, mem_nodes).to_vec();
                 let set = sorted(nodes);
                 let q = quotas_on(m, &set, n_threads);
-                let (mut t2, mut c2, mut sh2) = (thr.clone(), comp.clone(), base_shape.clone());
+                let (mut t2, mut c2, mut m2, mut sh2) = (thr.clone(), comp.clone(), mlps.clone(), base_shape.clone());
                 for n in &own {
                     t2[n.ix()] = 0.0;
                     sh2[n.ix()] = vec![0.0; nn];
@@ -228,6 +229,7 @@ impl Ptb {
                 for (n, k) in set.iter().zip(&q) {
                     t2[n.ix()] = *k as f64;
                     c2[n.ix()] = c_app;
+                    m2[n.ix()] = mlp_app;
                     sh2[n.ix()] = row(*n, private, pct, &w, &spill, nn);
                 }
                 // The program's threads share its work evenly (its node sets split them
@@ -235,7 +237,7 @@ impl Ptb {
                 // leaves one node's threads behind (their data behind a saturated link) is as
                 // slow as if all its threads were that slow. Other programs' threads count
                 // as they run.
-                let x = closed.rates_for(&t2, &c2, &sh2);
+                let x = closed.rates_for(&t2, &c2, &m2, &sh2);
                 let pace = set
                     .iter()
                     .filter(|n| t2[n.ix()] > 0.0)

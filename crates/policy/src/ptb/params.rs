@@ -40,7 +40,7 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "mlp",
         default: "6",
-        doc: "memory accesses a thread overlaps (memory-level parallelism): how much latency slows it in the model; lower makes locality count more",
+        doc: "the most memory accesses a thread overlaps (memory-level parallelism): each program's own is estimated from its samples, at most this; lower makes locality count more",
     },
     ParamDoc {
         key: "pin_threads",
