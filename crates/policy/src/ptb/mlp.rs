@@ -64,17 +64,20 @@ const B_MAX: f64 = 1.0;
 pub struct MlpTracker {
     prior_b: f64,
     apps: BTreeMap<AppId, Vec<(f64, f64)>>,
+    /// Each program's estimate `1 / mlp`, computed once a cycle (read for every candidate).
+    estimates: BTreeMap<AppId, f64>,
 }
 
 impl MlpTracker {
     /// A tracker whose prior is `mlp` (the parameter).
     pub fn new(mlp: f64) -> Self {
-        MlpTracker { prior_b: (1.0 / mlp.max(1.0)).min(B_MAX), apps: BTreeMap::new() }
+        MlpTracker { prior_b: (1.0 / mlp.max(1.0)).min(B_MAX), apps: BTreeMap::new(), estimates: BTreeMap::new() }
     }
 
     /// Forget every program's slopes (a new phase).
     pub fn reset(&mut self) {
         self.apps.clear();
+        self.estimates.clear();
     }
 
     /// Fold in one cycle: `cycle[app][s]` what its samples say of node s; one sample stands for
@@ -85,7 +88,7 @@ impl MlpTracker {
             return;
         }
         for (&app, nodes) in cycle {
-            if let Some((b, w)) = slope(nodes, per_sample_s, self.estimate(app)) {
+            if let Some((b, w)) = slope(nodes, per_sample_s, self.estimate_b(app)) {
                 let h = self.apps.entry(app).or_default();
                 if h.len() >= HISTORY {
                     h.remove(0);
@@ -94,11 +97,17 @@ impl MlpTracker {
                 h.push((b.max(self.prior_b), w));
             }
         }
+        self.estimates = self.apps.keys().map(|&a| (a, self.estimate(a))).collect();
+    }
+
+    /// The current estimate of `1 / mlp` (the prior's for a program without slopes).
+    fn estimate_b(&self, app: AppId) -> f64 {
+        self.estimates.get(&app).copied().unwrap_or(self.prior_b)
     }
 
     /// The program's estimated memory-level parallelism (the prior until its samples say more).
     pub fn mlp(&self, app: AppId) -> f64 {
-        1.0 / self.estimate(app)
+        1.0 / self.estimate_b(app)
     }
 
     /// The prior's memory-level parallelism (the parameter).
@@ -106,7 +115,8 @@ impl MlpTracker {
         1.0 / self.prior_b
     }
 
-    /// The prior and the weighted median of the program's slopes, weighted by their precisions.
+    /// The prior and the weighted median of the program's slopes, weighted by their precisions
+    /// (computed from the slopes kept).
     fn estimate(&self, app: AppId) -> f64 {
         let w0 = 1.0 / (self.prior_b * self.prior_b);
         let mut v: Vec<(f64, f64)> = self.apps.get(&app).cloned().unwrap_or_default();
