@@ -14,21 +14,24 @@
 //! access rate of its `n_s` threads) and `L_s` the mean latency the samples report. Within one
 //! cycle `c` is the same on every node (the same code on an even share of the work), so the
 //! slope of `T` over `L` across the program's nodes is `1 / mlp`, whatever `c` is. Each cycle
-//! with two or more such nodes gives a slope and its variance (the sampling noise of the rates,
-//! Poisson, the few percent by which threads given equal work differ beside their latencies,
-//! and the sampling noise of the latencies, over the spread of the nodes' latencies): a program whose
-//! nodes see the same latency says nothing and keeps the prior. The estimate is the
-//! median of the slopes since the program's phase last changed, each weighted by its precision
-//! (so that a cycle broken by threads moving in it, a rate off by four, cannot pull it), and
-//! the prior (`1 / mlp` of the `mlp` parameter, as uncertain as its own value) averaged by
-//! their precisions: the sum of the slopes' for the median. Threads that finish a barrier phase early and wait look slower than they are, which
-//! flattens the slope: a program whose threads meet at a barrier every few milliseconds (NPB CG
-//! with 64 threads on the 8-node Opteron) runs every node at its slowest node's pace, and its
-//! slope is near 0 whatever its overlap (taken at face value, the estimate went to the bound
-//! and cg fell from 6.22x to 5.95x of first touch, simulated). So a slope can show that a
-//! program overlaps less than the prior, never more: each cycle's slope is held at or above
-//! the prior's and the estimate between the prior's and 1 (at least one access in flight while
-//! a thread waits on memory), i.e. the `mlp` parameter is an upper bound.
+//! with two or more such nodes gives a slope and its variance: the Poisson noise of the rates,
+//! the few percent by which threads given equal work differ beside their latencies, and the
+//! sampling noise of the latencies, over the spread of the nodes' latencies. A program whose
+//! nodes see the same latency says nothing and keeps the prior. The estimate is the median of
+//! the slopes since the program's phase last changed, each weighted by its precision (a cycle
+//! broken by threads moving in it, a rate off by four, cannot pull it), averaged with the prior
+//! (`1 / mlp` of the `mlp` parameter, as uncertain as its own value) by their precisions, the
+//! slopes' summed.
+//!
+//! Threads that finish a barrier phase early and wait look slower than they are, which flattens
+//! the slope: a program whose threads meet at a barrier every few milliseconds (NPB CG with 64
+//! threads on the 8-node Opteron) runs every node at its slowest node's pace, and its slope is
+//! near 0 whatever its overlap (taken at face value, the estimate went to the bound and cg fell
+//! from 6.22x to 5.95x of first touch, simulated). So a slope can show that a program overlaps
+//! less than the prior, never more: each cycle's slope is held at or above the prior's and the
+//! estimate between the prior's and 1 (at least one access in flight while a thread waits on
+//! memory), i.e. the `mlp` parameter is an upper bound. The estimate is computed once a cycle,
+//! when the cycle's slope is folded in.
 
 use ptb_profile::AppId;
 use std::collections::BTreeMap;
