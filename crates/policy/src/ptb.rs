@@ -221,14 +221,14 @@ impl Policy for Ptb {
         // Page-fault and hinting-fault samples say who touched a page, not how often: the
         // memory intensity is unknown, so neither the gate nor the payback test can be priced.
         let unpriced = fault_driven(snap);
+        let by_node = app_nodes(snap);
         if unpriced {
             plan.stats.insert("fault_samples_unpriced".into(), 1.0);
         } else {
             let per_sample_s = period as f64 / snap.cycle.as_secs_f64().max(1e-6);
-            self.mlp.observe(&mlp_cycle(snap), per_sample_s);
-            let apps: std::collections::BTreeSet<ptb_profile::AppId> = snap.threads.iter().map(|t| t.app).collect();
-            for app in apps {
-                plan.stats.insert(format!("mlp_app{app}"), self.mlp.mlp(app));
+            self.mlp.observe(&by_node, per_sample_s);
+            for app in by_node.keys() {
+                plan.stats.insert(format!("mlp_app{app}"), self.mlp.mlp(*app));
             }
         }
         if !unpriced && demand.share < self.p.gate {
@@ -262,7 +262,7 @@ impl Policy for Ptb {
                 return plan;
             }
         }
-        let moves = self.choose_moves(snap, &demand, &mem_nodes, unpriced, &mut plan.stats);
+        let moves = self.choose_moves(snap, &by_node, &demand, &mem_nodes, unpriced, &mut plan.stats);
         let n_moves = moves.len();
         plan.ranges = moves;
         plan.stats.insert("chunk_moves".into(), n_moves as f64);
@@ -362,6 +362,7 @@ impl Ptb {
     fn choose_moves(
         &mut self,
         snap: &Snapshot,
+        by_node: &AppNodes,
         demand: &model::Demand,
         mem_nodes: &[NodeIdx],
         unpriced: bool,
@@ -466,7 +467,7 @@ impl Ptb {
                 .map(|(a, b)| a - b)
                 .collect()
         };
-        let pace = pace_weights(&mut self.pace, snap, &load, &delta(&after_path), &self.mlp);
+        let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
@@ -637,22 +638,19 @@ pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
 fn pace_weights(
     tracker: &mut pace::PaceTracker,
     snap: &Snapshot,
+    by_node: &AppNodes,
     load: &model::LoadModel,
     delta: &[f64],
     mlp: &mlp::MlpTracker,
 ) -> pace::Pace {
     use std::collections::BTreeMap;
     let nn = snap.machine.n_nodes();
-    let mut threads: BTreeMap<ptb_profile::AppId, Vec<f64>> = BTreeMap::new();
-    for t in snap.threads {
-        threads.entry(t.app).or_insert_with(|| vec![0.0; nn])[t.node.ix()] += 1.0;
-    }
-    let mut lat: BTreeMap<ptb_profile::AppId, Vec<pace::LatencyStats>> = BTreeMap::new();
-    for s in snap.samples {
-        if let (Some(l), Some(t)) = (s.latency_ns, snap.thread(s.tid)) {
-            lat.entry(t.app).or_insert_with(|| vec![Default::default(); nn])[t.node.ix()].add(f64::from(l));
-        }
-    }
+    let threads: BTreeMap<ptb_profile::AppId, Vec<f64>> =
+        by_node.iter().map(|(&app, v)| (app, v.iter().map(|c| c.threads).collect())).collect();
+    let lat: BTreeMap<ptb_profile::AppId, Vec<pace::LatencyStats>> = by_node
+        .iter()
+        .map(|(&app, v)| (app, v.iter().map(|c| pace::LatencyStats::new(c.lat_n, c.lat_sum)).collect()))
+        .collect();
     tracker.observe(&threads, &lat);
     // Each program's time per access (thread-ns), over its nodes: N / X.
     let all = threads_per_node(snap);
@@ -670,12 +668,16 @@ fn pace_weights(
     tracker.weights(&threads, delta, &floor)
 }
 
-/// What the cycle's samples say of every program's threads on each node ([`mlp`]): their
-/// number, their samples and the latencies those carry (node of the sampled thread).
-fn mlp_cycle(snap: &Snapshot) -> std::collections::BTreeMap<ptb_profile::AppId, Vec<mlp::NodeCycle>> {
-    use std::collections::{BTreeMap, HashMap};
+/// Per program, what the cycle's samples say of its threads on each node.
+type AppNodes = std::collections::BTreeMap<ptb_profile::AppId, Vec<mlp::NodeCycle>>;
+
+/// What the cycle's samples say of every program's threads on each node, for the pace weights
+/// ([`pace`]) and the overlap estimate ([`mlp`]): their number, their samples and the latencies
+/// those carry (node of the sampled thread), in one pass over the samples.
+fn app_nodes(snap: &Snapshot) -> AppNodes {
+    use std::collections::HashMap;
     let nn = snap.machine.n_nodes();
-    let mut out: BTreeMap<ptb_profile::AppId, Vec<mlp::NodeCycle>> = BTreeMap::new();
+    let mut out = AppNodes::new();
     let mut of: HashMap<ptb_profile::Tid, (ptb_profile::AppId, usize)> = HashMap::with_capacity(snap.threads.len());
     for t in snap.threads {
         out.entry(t.app).or_insert_with(|| vec![Default::default(); nn])[t.node.ix()].threads += 1.0;

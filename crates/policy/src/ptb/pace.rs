@@ -43,6 +43,12 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// `n` samples whose latencies sum to `sum` ns.
+    pub fn new(n: f64, sum: f64) -> Self {
+        LatencyStats { n, sum }
+    }
+
+    #[cfg(test)]
     pub fn add(&mut self, ns: f64) {
         self.n += 1.0;
         self.sum += ns;
