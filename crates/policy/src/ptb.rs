@@ -622,11 +622,17 @@ pub(crate) fn threads_per_node(snap: &Snapshot) -> Vec<f64> {
 /// least [`pace::MIN_LATENCY_SAMPLES`] samples carry one.
 pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
     let nn = snap.machine.n_nodes();
+    // The node of each thread (the first of a tid listed twice, as `Snapshot::thread` finds),
+    // looked up once per sample.
+    let mut node_of = std::collections::HashMap::with_capacity(snap.threads.len());
+    for t in snap.threads {
+        node_of.entry(t.tid).or_insert(t.node.ix());
+    }
     let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
     for s in snap.samples {
-        if let (Some(l), Some(t)) = (s.latency_ns, snap.thread(s.tid)) {
-            sum[t.node.ix()] += f64::from(l);
-            n[t.node.ix()] += 1;
+        if let (Some(l), Some(&node)) = (s.latency_ns, node_of.get(&s.tid)) {
+            sum[node] += f64::from(l);
+            n[node] += 1;
         }
     }
     sum.iter().zip(&n).map(|(s, &k)| (f64::from(k) >= pace::MIN_LATENCY_SAMPLES).then(|| s / f64::from(k))).collect()
