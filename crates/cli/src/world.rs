@@ -21,6 +21,21 @@ pub struct WorldArgs {
     /// seed; policies still see the unperturbed machine file.
     #[arg(long, value_name = "SEED")]
     pub perturb: Option<u64>,
+    /// With --perturb: hand the policies a machine file that states these perturbed constants
+    /// rightly, as if measured (`links`: every link's capacity; `latency`: every idle latency;
+    /// comma-separated), to see which of the file's errors costs a policy what.
+    #[arg(long, value_name = "WHAT", value_delimiter = ',', value_parser = known, requires = "perturb")]
+    pub perturb_known: Vec<ptb_sim::perturb::Known>,
+}
+
+/// `--perturb-known`: `links` or `latency`.
+fn known(text: &str) -> Result<ptb_sim::perturb::Known, String> {
+    use ptb_sim::perturb::Known;
+    match text.trim() {
+        "links" => Ok(Known::Links),
+        "latency" => Ok(Known::Latency),
+        _ => Err(format!("`{text}`: give links or latency (comma-separated for both)")),
+    }
 }
 
 /// `--duration-scale`: a finite factor above 0, at most 1000 (`inf` was told "must be > 0").
@@ -45,6 +60,7 @@ impl WorldArgs {
         o.duration_scale = self.duration_scale;
         o.linux_migrations_per_s = self.linux_migrations;
         o.perturb = self.perturb;
+        o.perturb_known = self.perturb_known.clone();
     }
 
     /// What the world is, for JSON outputs.
@@ -54,6 +70,7 @@ impl WorldArgs {
             full_length: (self.duration_scale - 1.0).abs() < 1e-9,
             linux_migrations_per_s: self.linux_migrations,
             perturb: self.perturb,
+            perturb_known: self.perturb_known.iter().map(|k| k.name()).collect(),
         }
     }
 
@@ -81,6 +98,13 @@ impl WorldArgs {
             "Linux model: unpinned threads stay where fork balancing puts them (--linux-migrations 0)".to_string()
         };
         let world = match self.perturb {
+            Some(s) if !self.perturb_known.is_empty() => {
+                let k: Vec<&str> = self.perturb_known.iter().map(|k| k.name()).collect();
+                format!(
+                    "; PERTURBED world, seed {s} (hidden constants within +-30%; the policies' machine file states its {} rightly)",
+                    k.join(" and ")
+                )
+            }
             Some(s) => format!("; PERTURBED world, seed {s} (hidden constants within +-30%)"),
             None => String::new(),
         };
@@ -95,4 +119,7 @@ pub struct World {
     pub full_length: bool,
     pub linux_migrations_per_s: f64,
     pub perturb: Option<u64>,
+    /// Perturbed constants the policies' machine file states rightly (`--perturb-known`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub perturb_known: Vec<&'static str>,
 }

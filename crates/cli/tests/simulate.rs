@@ -135,3 +135,28 @@ fn simulate_moves_whole_huge_pages_of_a_huge_pages_object() {
     assert!(migrated[0] > 0, "ptb moves nothing on base pages: the test shows nothing");
     assert!(migrated[1] > 0 && migrated[1] % 512 == 0, "huge pages: {} base pages migrated", migrated[1]);
 }
+
+#[test]
+fn perturb_known_needs_a_perturbed_world_and_is_stated_in_every_output() {
+    let base = ["simulate", "--machine", "opteron6272-8n", "--workload", "ep", "--policy", "interleave"];
+    let out = ptb().args(base).args(["--duration-scale", "0.05", "--perturb-known", "links"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--perturb"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ptb()
+        .args(base)
+        .args(["--duration-scale", "0.05", "--perturb", "2", "--perturb-known", "links,latency", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["world"]["perturb"], 2);
+    assert_eq!(v["world"]["perturb_known"], serde_json::json!(["links", "latency"]));
+    let out = ptb()
+        .args(base)
+        .args(["--duration-scale", "0.05", "--perturb", "2", "--perturb-known", "links"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("states its links rightly"));
+    let out = ptb().args(base).args(["--perturb", "2", "--perturb-known", "bandwidth"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give links or latency"));
+}

@@ -13,14 +13,72 @@
 //! (per-page CPU time, copy bandwidth, thread move, hinting fault, sample). Policies still get
 //! the unperturbed machine file, as on a server whose file is off by up to 30%. Controller and
 //! per-pair path capacities stay: they are the measured Bandwidth Graph a machine file carries.
+//!
+//! To find which of the file's errors costs a policy what, `--perturb-known` hands the policies
+//! a machine file that is right about some of them ([`Known`]): the perturbed link capacities,
+//! or the perturbed idle latencies, as if they had been measured.
 
 use crate::machine::{ResourceKind, SimMachine};
-use ptb_topology::MigrationCosts;
+use ptb_topology::{Machine, MigrationCosts};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 /// Largest relative change of a constant.
 pub const SPREAD: f64 = 0.3;
+
+/// A perturbed constant the machine file given to the policies states rightly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Known {
+    /// Every directed link's capacity.
+    Links,
+    /// Every (CPU group, memory node) idle latency.
+    Latency,
+}
+
+impl Known {
+    pub fn name(self) -> &'static str {
+        match self {
+            Known::Links => "links",
+            Known::Latency => "latency",
+        }
+    }
+}
+
+/// Write the perturbed world's values of `known` into the machine file `m` the policies see.
+/// A file without a latency matrix gets none: the world's idle latencies then came from its
+/// distances, which the policies see already.
+pub fn tell(known: &[Known], sm: &SimMachine, m: &mut Machine) {
+    for k in known {
+        match k {
+            Known::Links => {
+                for r in &sm.resources {
+                    if let ResourceKind::Link { link, forward } = r.kind {
+                        if let Some(l) = m.links.get_mut(usize::from(link)) {
+                            if forward {
+                                l.gbps_ab = r.capacity;
+                            } else {
+                                l.gbps_ba = r.capacity;
+                            }
+                        }
+                    }
+                }
+            }
+            Known::Latency => {
+                let (ng, nn) = (sm.n_groups, sm.n_nodes);
+                if let Some(lat) = m.bandwidth.as_mut().and_then(|b| b.latency.as_mut()).filter(|l| l.has_shape(ng, nn))
+                {
+                    for (g, row) in lat.rows.iter_mut().enumerate() {
+                        for (n, v) in row.iter_mut().enumerate() {
+                            *v = sm.lat0(g, n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Perturb `sm` and `costs` with `seed` (see the module docs).
 pub fn apply(seed: u64, sm: &mut SimMachine, costs: &mut MigrationCosts) {
@@ -87,5 +145,36 @@ mod tests {
             }
         }
         assert!(within(ca.page_us, m.costs.page_us) && ca.page_us != m.costs.page_us);
+    }
+
+    #[test]
+    fn a_known_constant_is_told_to_the_policies_and_the_others_stay_as_filed() {
+        let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+        let mut sm = SimMachine::new(&m, &ModelParams::default()).unwrap();
+        let mut costs = m.costs.clone();
+        apply(3, &mut sm, &mut costs);
+        let mut told = m.clone();
+        tell(&[Known::Links], &sm, &mut told);
+        let mut differ = 0;
+        for r in &sm.resources {
+            if let ResourceKind::Link { link, forward } = r.kind {
+                let (now, was) = if forward {
+                    (told.links[link as usize].gbps_ab, m.links[link as usize].gbps_ab)
+                } else {
+                    (told.links[link as usize].gbps_ba, m.links[link as usize].gbps_ba)
+                };
+                assert_eq!(now, r.capacity);
+                differ += usize::from(now != was);
+            }
+        }
+        assert!(differ > 0);
+        assert_eq!(told.bandwidth, m.bandwidth, "latencies stay as filed");
+        tell(&[Known::Latency], &sm, &mut told);
+        let lat = told.bandwidth.as_ref().unwrap().latency.as_ref().unwrap();
+        for g in 0..sm.n_groups {
+            for n in 0..sm.n_nodes {
+                assert_eq!(lat.get(g, n), sm.lat0(g, n));
+            }
+        }
     }
 }

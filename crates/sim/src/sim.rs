@@ -43,6 +43,10 @@ pub struct SimOptions {
     /// Perturb the simulator's hidden constants with this seed ([`crate::perturb`]): the world
     /// then differs from what the machine file (all a policy sees) says by up to +-30%.
     pub perturb: Option<u64>,
+    /// Perturbed constants the machine file given to the policies states rightly
+    /// ([`crate::perturb::Known`]); only with `perturb`.
+    #[serde(default)]
+    pub perturb_known: Vec<crate::perturb::Known>,
     /// Draw address samples on a second thread ([`crate::drawer`]): a run under a sampling
     /// policy then finishes sooner on a machine with a spare core. The results are the same.
     #[serde(default)]
@@ -63,6 +67,7 @@ impl Default for SimOptions {
             model: ModelParams::default(),
             linux_migrations_per_s: crate::sched::DEFAULT_MIGRATIONS_PER_S,
             perturb: None,
+            perturb_known: vec![],
             sampler_thread: false,
         }
     }
@@ -126,7 +131,7 @@ const CPU_POS_TABLE: usize = 1 << 16;
 impl Simulation {
     /// Set up a simulation. Fails on a machine the simulator cannot use, a bad node list or
     /// invalid workloads.
-    pub fn new(machine: Machine, workloads: Vec<Workload>, opts: SimOptions) -> Result<Self, SimError> {
+    pub fn new(mut machine: Machine, workloads: Vec<Workload>, opts: SimOptions) -> Result<Self, SimError> {
         if workloads.is_empty() {
             return Err(SimError::Options("no workload given".into()));
         }
@@ -150,8 +155,17 @@ impl Simulation {
         }
         let mut sm = SimMachine::new(&machine, &opts.model)?;
         let mut costs = machine.costs.clone();
-        if let Some(seed) = opts.perturb {
-            crate::perturb::apply(seed, &mut sm, &mut costs);
+        match opts.perturb {
+            Some(seed) => {
+                crate::perturb::apply(seed, &mut sm, &mut costs);
+                crate::perturb::tell(&opts.perturb_known, &sm, &mut machine);
+            }
+            None if !opts.perturb_known.is_empty() => {
+                return Err(SimError::Options(
+                    "--perturb-known names constants of a perturbed world: give --perturb SEED too".into(),
+                ));
+            }
+            None => {}
         }
         let allowed: NodeSet = match &opts.nodes {
             None => machine.all_nodes(),
