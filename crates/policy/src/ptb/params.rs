@@ -53,7 +53,8 @@ pub const PARAMS: &[ParamDoc] = &[
 pub const DECAY: f64 = 0.5;
 /// Decayed samples a chunk needs before it is placed.
 pub const MIN_SAMPLES: f64 = 3.0;
-/// A chunk within this share of its target placement counts as placed.
+/// A chunk never moved by ptb counts as placed within this share of its target at most (less
+/// where its sampled homes are many: `sampling_tolerance` in ptb.rs).
 pub const TOLERANCE: f64 = 0.25;
 /// Quick cycles at start and at a new phase.
 pub const QUICK_CYCLES: u32 = 4;

@@ -766,3 +766,21 @@ fn the_memory_of_who_uses_a_chunk_lengthens_with_each_user_seen_for_one_cycle_on
     let kept = 32.0 * 0.5f32.powf(1.0 / 3.0);
     assert!(c2.by_src.iter().all(|&x| (x - kept).abs() < 1e-3), "{:?}", c2.by_src);
 }
+
+#[test]
+fn a_chunk_counts_as_placed_only_as_far_off_as_its_samples_noise_allows() {
+    use super::{sampling_tolerance, TOLERANCE};
+    // 85% at home, the rest on one other node: a chunk whose 40 samples all say home is 15% off,
+    // more than 40 draws from the target would stray.
+    let home85 = [0.85, 0.15, 0.0, 0.0];
+    assert!(sampling_tolerance(&home85, 40.0) < 0.15, "{}", sampling_tolerance(&home85, 40.0));
+    // An even spread over 8 nodes strays further by noise; few samples: the cap.
+    let even = [0.125; 8];
+    assert!(sampling_tolerance(&even, 40.0) > sampling_tolerance(&home85, 40.0));
+    assert_eq!(sampling_tolerance(&even, 2.0), TOLERANCE);
+    // No sampled home (shares from the region's residency) and a whole-node target.
+    assert_eq!(sampling_tolerance(&home85, 0.0), TOLERANCE);
+    assert_eq!(sampling_tolerance(&[1.0, 0.0], 10.0), 0.0);
+    // More samples, less room.
+    assert!(sampling_tolerance(&even, 400.0) < sampling_tolerance(&even, 40.0));
+}
