@@ -30,12 +30,8 @@ pub struct WorldArgs {
 
 /// `--perturb-known`: `links` or `latency`.
 fn known(text: &str) -> Result<ptb_sim::perturb::Known, String> {
-    use ptb_sim::perturb::Known;
-    match text.trim() {
-        "links" => Ok(Known::Links),
-        "latency" => Ok(Known::Latency),
-        _ => Err(format!("`{text}`: give links or latency (comma-separated for both)")),
-    }
+    ptb_sim::perturb::Known::parse(text.trim())
+        .ok_or_else(|| format!("`{text}`: give links or latency (comma-separated for both)"))
 }
 
 /// `--duration-scale`: a finite factor above 0, at most 1000 (`inf` was told "must be > 0").
@@ -63,6 +59,11 @@ impl WorldArgs {
         o.perturb_known = self.perturb_known.clone();
     }
 
+    /// The names of the perturbed constants the policies are told (`--perturb-known`).
+    fn known_names(&self) -> Vec<&'static str> {
+        self.perturb_known.iter().map(|k| k.name()).collect()
+    }
+
     /// What the world is, for JSON outputs.
     pub fn describe(&self) -> World {
         World {
@@ -70,7 +71,7 @@ impl WorldArgs {
             full_length: (self.duration_scale - 1.0).abs() < 1e-9,
             linux_migrations_per_s: self.linux_migrations,
             perturb: self.perturb,
-            perturb_known: self.perturb_known.iter().map(|k| k.name()).collect(),
+            perturb_known: self.known_names(),
         }
     }
 
@@ -99,7 +100,7 @@ impl WorldArgs {
         };
         let world = match self.perturb {
             Some(s) if !self.perturb_known.is_empty() => {
-                let k: Vec<&str> = self.perturb_known.iter().map(|k| k.name()).collect();
+                let k = self.known_names();
                 format!(
                     "; PERTURBED world, seed {s} (hidden constants within +-30%; the policies' machine file states its {} rightly)",
                     k.join(" and ")

@@ -38,6 +38,13 @@ pub enum Known {
 }
 
 impl Known {
+    pub const ALL: [Known; 2] = [Known::Links, Known::Latency];
+
+    /// The constant called `name` (as [`Known::name`] writes it).
+    pub fn parse(name: &str) -> Option<Known> {
+        Known::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Known::Links => "links",
@@ -169,6 +176,10 @@ mod tests {
         }
         assert!(differ > 0);
         assert_eq!(told.bandwidth, m.bandwidth, "latencies stay as filed");
+        for k in Known::ALL {
+            assert_eq!(Known::parse(k.name()), Some(k));
+        }
+        assert_eq!(Known::parse("bandwidth"), None);
         tell(&[Known::Latency], &sm, &mut told);
         let lat = told.bandwidth.as_ref().unwrap().latency.as_ref().unwrap();
         for g in 0..sm.n_groups {
