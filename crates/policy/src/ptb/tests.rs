@@ -352,6 +352,37 @@ fn a_chunk_is_private_when_one_node_confidently_uses_it_twice_as_much_as_any_oth
 }
 
 #[test]
+fn a_chunk_judged_private_stays_so_until_its_samples_rule_it_out_or_its_users_change() {
+    let nodes: Vec<NodeIdx> = (0..2).map(NodeIdx).collect();
+    let p = PtbParams::default();
+    let chunk = |counts: [f32; 2], held: bool| {
+        let mut c = ChunkState::new(2, 0.0);
+        c.by_src.iter_mut().zip(counts).for_each(|(x, v)| *x = v);
+        if held {
+            c.observe_target(Target::Node(NodeIdx(0), 100), 0.0, 10.0);
+        }
+        c
+    };
+    // Three quarters from node 0 in 8 samples: not enough to judge it private afresh, not
+    // enough to rule out that it is.
+    assert_eq!(private_home(&chunk([6.0, 2.0], false), &p, &nodes), None);
+    assert_eq!(private_home(&chunk([6.0, 2.0], true), &p, &nodes), Some(NodeIdx(0)));
+    // Read alike by both nodes: the hold is lost once the samples rule it out ...
+    assert_eq!(private_home(&chunk([6.0, 6.0], true), &p, &nodes), None);
+    // ... and at once where node 1 has become the top node.
+    assert_eq!(private_home(&chunk([2.0, 6.0], true), &p, &nodes), None);
+    // Held with these samples, unless its users changed (the top node's share fell from all to
+    // five eighths): then judged anew.
+    assert_eq!(private_home(&chunk([5.0, 3.0], true), &p, &nodes), Some(NodeIdx(0)));
+    let mut changed = chunk([5.0, 3.0], true);
+    changed.prev_top = (NodeIdx(0), 1.0);
+    assert!(changed.lost_top());
+    assert_eq!(private_home(&changed, &p, &nodes), None);
+    // A node without memory is no home, held or not.
+    assert_eq!(private_home(&chunk([6.0, 2.0], true), &p, &nodes[1..]), None);
+}
+
+#[test]
 fn evidence_ages_with_observation_and_rates_do_not_depend_on_the_cycle_or_period() {
     let w = world(2048, 0);
     // Every node reads chunk 1 alike; then a cycle in which node 1's threads issue nothing.
