@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarise `ptb compare --report DIR` runs of the held-out suite (used by scripts/heldout.sh).
+"""Summarise `ptb compare --report DIR` runs (used by scripts/heldout.sh and scripts/figures.sh).
 
 Problem: docs/heldout.md needs, per machine, ptb's geometric mean against the best other policy
 and oracle-moved, and per workload ptb's share of oracle-moved's gain, with the workloads where
