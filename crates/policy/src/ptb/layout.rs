@@ -22,7 +22,9 @@
 //! [`super::home::SWITCH_GAIN`], the one whose saving over the layout's expected residency (the
 //! chunks' change-point rule: the mean period between the program's layout changes, after a
 //! prior of `horizon_s`), less `payback` times the pages it moves (data at home that its
-//! threads leave, or whose placement changes), is largest.
+//! threads leave, or whose placement changes), is largest. After a move to other nodes the
+//! layouts are not scored for [`super::params::QUICK_CYCLES`] cycles: those describe the move
+//! (data where the threads left it, users seen anew), not the program.
 
 use super::chunks::{ChunkKey, Target};
 use super::closed::Closed;
@@ -59,6 +61,9 @@ pub struct AppLayout {
     pub changes: u16,
     /// Cycles the layouts were evaluated in.
     pub evals: u32,
+    /// Cycles left before the layouts are evaluated again after the program moved to other
+    /// nodes (its chunks' evidence of who uses them starts over).
+    settle: u32,
     /// Per candidate: decayed mean of the log of its predicted throughput relative to the
     /// layout in force, over the cycles since the last change.
     scores: BTreeMap<Candidate, f64>,
@@ -66,7 +71,7 @@ pub struct AppLayout {
 
 impl AppLayout {
     fn new(wide: u8) -> Self {
-        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, scores: BTreeMap::new() }
+        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, settle: 0, scores: BTreeMap::new() }
     }
 }
 
@@ -216,6 +221,14 @@ impl Ptb {
             let mut order: Vec<NodeIdx> = own.clone();
             order.extend(an.order.iter().copied().filter(|n| !own.contains(n) && !used.contains(n)));
             let lay = self.layout.entry(app).or_insert_with(|| AppLayout::new(0)).clone();
+            // Right after a move to other nodes the threads' data is still where they left it
+            // and who uses which chunk is being seen anew: a cycle then scores the candidates
+            // on a transition, not on the program (LULESH with 16 threads went from 2 nodes to
+            // 4 and, on the next cycle's prediction, to 8: its pages moved twice).
+            if lay.settle > 0 {
+                self.layout.get_mut(&app).expect("inserted above").settle -= 1;
+                continue;
+            }
             let eval = |me: &mut Ptb, nodes: &[NodeIdx], wide: u8, pct: u8| -> f64 {
                 let w = me.cached_weights(m, mem_nodes, nodes, wide);
                 let spill = me.spill(m, mem_nodes).to_vec();
@@ -326,7 +339,8 @@ impl Ptb {
             // data is not seen yet) cannot undo it against the margin.
             let base = scores.get(&(k, wide, pct)).copied().unwrap_or(0.0);
             let scores = scores.iter().map(|(c, v)| (*c, v - base)).collect();
-            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, scores });
+            let settle = if k != own.len() { super::params::QUICK_CYCLES } else { 0 };
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, settle, scores });
             if k != own.len() {
                 moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
                 self.table.forget_users(app);

@@ -656,6 +656,37 @@ fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more()
 }
 
 #[test]
+fn after_a_move_to_other_nodes_the_layouts_are_not_scored_on_the_transition() {
+    // As above: the packed program moves to more nodes; the quick cycles right after the move
+    // (its data still where the threads left it, its users being seen anew) score no layout,
+    // and the cycle after them does.
+    let m = synthetic("nodes=4,cpus=4").unwrap();
+    let mut w = world(8 * 512, 0);
+    w.m = m.clone();
+    w.threads = (0..8u32).map(|i| thread(&m, 100 + i, 0, i)).collect();
+    let mut p = Ptb::new(PtbParams::default());
+    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
+    let s: Vec<Sample> = (0..8u32)
+        .flat_map(|i| {
+            (0..400u64).map(move |k| Sample {
+                tid: 100 + i,
+                latency_ns: Some(1500.0),
+                ..sample(i, i as u64 * 512 + (k * 37) % 512)
+            })
+        })
+        .collect();
+    let plans = run_cycles(&mut p, &w, &s, 65536, 3 + QUICK_CYCLES as usize);
+    let scored = |i: usize| plans[i].stats.contains_key("layout_nodes_app0");
+    let moved = plans.iter().position(|p| p.stats.contains_key("layout_changed_app0")).expect("a move");
+    assert!(plans[moved].stats["layout_changed_app0"] > 2.0, "{:?}", plans[moved].stats);
+    assert!(plans.len() > moved + QUICK_CYCLES as usize + 1);
+    for (i, plan) in plans.iter().enumerate().skip(moved + 1).take(QUICK_CYCLES as usize) {
+        assert!(!scored(i), "cycle {i}: {:?}", plan.stats);
+    }
+    assert!(scored(moved + QUICK_CYCLES as usize + 1));
+}
+
+#[test]
 fn chunks_spread_with_old_weights_are_compared_with_their_target_again() {
     // A spread chunk's target names no weights: when its program's spread weights change,
     // forgetting where it was placed makes the next cycle compare it with the new ones.
