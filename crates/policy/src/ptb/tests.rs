@@ -619,18 +619,13 @@ fn a_relayout_moves_only_the_threads_a_node_cannot_keep() {
     assert_eq!(pins.apps.as_ref().unwrap()[&0].k, 4);
 }
 
-#[test]
-fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more() {
-    // 8 threads on a 16-CPU machine start on two nodes; each streams its own slice, local to
-    // it, and the samples show them waiting (1.5 us per access): the model predicts more
-    // throughput on four nodes, and no data is at home to leave on the first decision.
+/// 8 threads on a 16-CPU machine, each streaming its own slice, local to it, with the samples
+/// showing them waiting (1.5 us per access).
+fn packed_streaming_program() -> (World, Vec<Sample>) {
     let m = synthetic("nodes=4,cpus=4").unwrap();
     let mut w = world(8 * 512, 0);
     w.m = m.clone();
     w.threads = (0..8u32).map(|i| thread(&m, 100 + i, 0, i)).collect();
-    let mut p = Ptb::new(PtbParams::default());
-    let sp = p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
-    assert_eq!(sp.threads.len(), 8);
     let s: Vec<Sample> = (0..8u32)
         .flat_map(|i| {
             (0..400u64).map(move |k| Sample {
@@ -640,6 +635,17 @@ fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more()
             })
         })
         .collect();
+    (w, s)
+}
+
+#[test]
+fn a_packed_program_whose_private_data_saturates_its_nodes_is_spread_over_more() {
+    // The threads start on two nodes: the model predicts more throughput on four, and no data
+    // is at home to leave on the first decision.
+    let (w, s) = packed_streaming_program();
+    let mut p = Ptb::new(PtbParams::default());
+    let sp = p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
+    assert_eq!(sp.threads.len(), 8);
     let plans = run_cycles(&mut p, &w, &s, 65536, 3);
     let moved: usize = plans.iter().map(|p| p.threads.len()).sum();
     assert!(moved > 0, "{:?}", plans.iter().map(|p| &p.stats).collect::<Vec<_>>());
@@ -660,21 +666,9 @@ fn after_a_move_to_other_nodes_the_layouts_are_not_scored_on_the_transition() {
     // As above: the packed program moves to more nodes; the quick cycles right after the move
     // (its data still where the threads left it, its users being seen anew) score no layout,
     // and the cycle after them does.
-    let m = synthetic("nodes=4,cpus=4").unwrap();
-    let mut w = world(8 * 512, 0);
-    w.m = m.clone();
-    w.threads = (0..8u32).map(|i| thread(&m, 100 + i, 0, i)).collect();
+    let (w, s) = packed_streaming_program();
     let mut p = Ptb::new(PtbParams::default());
     p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
-    let s: Vec<Sample> = (0..8u32)
-        .flat_map(|i| {
-            (0..400u64).map(move |k| Sample {
-                tid: 100 + i,
-                latency_ns: Some(1500.0),
-                ..sample(i, i as u64 * 512 + (k * 37) % 512)
-            })
-        })
-        .collect();
     let plans = run_cycles(&mut p, &w, &s, 65536, 3 + QUICK_CYCLES as usize);
     let scored = |i: usize| plans[i].stats.contains_key("layout_nodes_app0");
     let moved = plans.iter().position(|p| p.stats.contains_key("layout_changed_app0")).expect("a move");
