@@ -595,9 +595,7 @@ fn private_home(c: &chunks::ChunkState, _p: &PtbParams, mem_nodes: &[NodeIdx]) -
 /// share is not the largest of noisy counts, so data every node reads alike loses the hold.
 pub(crate) fn dominant_held<T: Copy + Into<f64>>(counts: &[T], held: Option<NodeIdx>) -> Option<NodeIdx> {
     if let Some(h) = held.filter(|h| h.ix() < counts.len()) {
-        let mine: f64 = counts[h.ix()].into();
-        let other =
-            counts.iter().enumerate().filter(|&(i, _)| i != h.ix()).map(|(_, &x)| x.into()).fold(0.0f64, f64::max);
+        let (mine, other) = against_busiest_other(counts, h.ix());
         let n = mine + other;
         if mine > 0.0 && 1.0 - wilson_lower(other / n, n, EVIDENCE_Z) >= 2.0 / 3.0 {
             return Some(h);
@@ -613,19 +611,21 @@ pub(crate) fn dominant_held<T: Copy + Into<f64>>(counts: &[T], held: Option<Node
 /// ahead by chance; data a thread shares with everyone but uses most (SPECjbb's heap) passes
 /// however many nodes share it.
 pub(crate) fn dominant<T: Copy + Into<f64>>(counts: &[T]) -> Option<NodeIdx> {
-    let (mut top, mut first, mut second) = (0, 0.0f64, 0.0f64);
-    for (i, &x) in counts.iter().enumerate() {
-        let x: f64 = x.into();
-        if x > first {
-            second = first;
-            first = x;
-            top = i;
-        } else if x > second {
-            second = x;
-        }
-    }
+    // The first node with the most samples.
+    let top = counts
+        .iter()
+        .enumerate()
+        .fold((0, 0.0f64), |best, (i, &x)| if x.into() > best.1 { (i, x.into()) } else { best })
+        .0;
+    let (first, second) = against_busiest_other(counts, top);
     let n = first + second;
     (n > 0.0 && wilson_lower(first / n, n, EVIDENCE_Z) >= 2.0 / 3.0).then(|| NodeIdx::from_ix(top))
+}
+
+/// Node `i`'s samples and those of the busiest other node (0 where there is none).
+fn against_busiest_other<T: Copy + Into<f64>>(counts: &[T], i: usize) -> (f64, f64) {
+    let other = counts.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &x)| x.into()).fold(0.0f64, f64::max);
+    (counts.get(i).map_or(0.0, |&x| x.into()), other)
 }
 
 /// Wilson score lower bound of a proportion `p` seen in `n` trials, `z` standard errors below:
