@@ -35,6 +35,8 @@
 //!    residency is one change-point rule ([`chunks::ChunkState::observe_target`]): the mean
 //!    length of the periods between changes of the chunk's users, after a prior of
 //!    `horizon_s`.
+//!    Chunks never sampled ahead of a sweep ([`sweep`]: one thread's consecutive chunks) are
+//!    judged like the chunks it just swept and move with them.
 //! 6. **Sampling**: the first cycles, and those after a phase change (the traffic more than
 //!    doubles, or most evidence loses its dominant user: [`PHASE_SHIFT`]), last a quarter of
 //!    `cycle_ms` and sample twice as often; after 3 cycles without moves the period grows 4x.
@@ -60,6 +62,7 @@ mod pace;
 mod params;
 mod spill;
 pub(crate) mod spread;
+mod sweep;
 mod threads;
 
 pub use params::{PtbParams, PARAMS};
@@ -389,6 +392,9 @@ impl Ptb {
             from: Vec<f64>,
             /// Seconds the move has to pay back in.
             residency_s: f64,
+            /// Not yet seen: ahead of a sweep ([`sweep`]). Its accesses are the sweep's, which
+            /// the loads already count where the sweep is now.
+            ahead: bool,
         }
         let keys = self.table.keys_by_weight(MIN_SAMPLES);
         if homes && weights.per_app.is_none() {
@@ -438,18 +444,62 @@ impl Ptb {
                 c.placed = Some(want); // already there
                 continue;
             }
-            cands.push(Cand { key, range, want, a: c.accesses_per_s(), src: c.src_shares(), from, residency_s });
+            cands.push(Cand {
+                key,
+                range,
+                want,
+                a: c.accesses_per_s(),
+                src: c.src_shares(),
+                from,
+                residency_s,
+                ahead: false,
+            });
+        }
+        // Chunks a sweep has not reached yet: priced like the chunks it just swept (whose loads
+        // already count the sweep's accesses, so the predicted loads below leave them out).
+        if homes && !unpriced {
+            let now_s = snap.now.as_secs_f64();
+            let home_of = |c: &chunks::ChunkState| private_home(c, &p, mem_nodes);
+            for s in sweep::ahead(&self.table, snap.regions, snap.threads, MIN_SAMPLES, home_of) {
+                if self.table.moved_ahead(s.key) {
+                    continue;
+                }
+                let (Some(f), Some(range)) = (self.table.get(s.front), self.table.range_of(s.key, snap.regions)) else {
+                    continue;
+                };
+                let want = Target::Node(s.home, self.pct_of(s.key.app));
+                let from: Vec<f64> = match &f.origin {
+                    Some(o) => o.iter().map(|&x| f64::from(x)).collect(),
+                    None => shares_now(f, &range),
+                };
+                let to = model::target_shares(want, weights.of(s.key.app), &weights.spill, nn);
+                let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
+                if off <= TOLERANCE {
+                    continue;
+                }
+                cands.push(Cand {
+                    key: s.key,
+                    range,
+                    want,
+                    a: f.accesses_per_s(),
+                    src: f.src_shares(),
+                    from,
+                    residency_s: f.residency_s(now_s, p.horizon_s),
+                    ahead: true,
+                });
+            }
         }
         // Predicted loads with every candidate applied; spread private chunks off overloaded nodes.
         let mut after = load.acc.clone();
         let mut after_path = load.path.clone();
-        for c in &cands {
+        for c in cands.iter().filter(|c| !c.ahead) {
             let to = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
             model::LoadModel::shift(&mut after, &mut after_path, c.a, &c.src, &c.from, &to);
         }
         for n in 0..nn {
-            let mut onto: Vec<usize> =
-                (0..cands.len()).filter(|&i| cands[i].want.node() == Some(NodeIdx::from_ix(n))).collect();
+            let mut onto: Vec<usize> = (0..cands.len())
+                .filter(|&i| !cands[i].ahead && cands[i].want.node() == Some(NodeIdx::from_ix(n)))
+                .collect();
             onto.sort_by(|&x, &y| cands[x].a.total_cmp(&cands[y].a).then(cands[x].key.cmp(&cands[y].key)));
             for i in onto {
                 if !load.over(&after, &after_path, n, 0.9) {
@@ -500,10 +550,17 @@ impl Ptb {
             *stats
                 .entry(if matches!(c.want, Target::Spread) { "moves_spread" } else { "moves_home" }.into())
                 .or_default() += 1.0;
-            model::LoadModel::shift(&mut done_acc, &mut done, c.a, &c.src, &c.from, &to);
-            if let Some(st) = self.table.get_mut(c.key) {
-                st.placed = Some(c.want);
-                st.moved_to = Some(to.iter().map(|&x| x as f32).collect());
+            let to32: chunks::Counts = to.iter().map(|&x| x as f32).collect();
+            if c.ahead {
+                *stats.entry("moves_ahead".into()).or_default() += 1.0;
+                self.table.record_ahead(c.key, c.want, to32, c.from.iter().map(|&x| x as f32).collect());
+            } else {
+                model::LoadModel::shift(&mut done_acc, &mut done, c.a, &c.src, &c.from, &to);
+                if let Some(st) = self.table.get_mut(c.key) {
+                    st.placed = Some(c.want);
+                    st.moved_to = Some(to32);
+                    st.origin.get_or_insert_with(|| c.from.iter().map(|&x| x as f32).collect());
+                }
             }
             let op = match c.want {
                 Target::Node(n, pct) if pct >= 100 => RangeOp::MoveTo(n),

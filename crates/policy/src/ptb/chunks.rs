@@ -2,7 +2,7 @@
 //! accessing CPU) and where its sampled pages live.
 
 use crate::snapshot::{Region, Snapshot};
-use ptb_profile::AppId;
+use ptb_profile::{AppId, Tid};
 use ptb_topology::NodeIdx;
 use std::collections::HashMap;
 
@@ -49,6 +49,12 @@ pub struct ChunkState {
     /// Shares of the chunk's pages by node where ptb last moved it (known exactly, unlike the
     /// sampled homes); `None` until it moves one.
     pub moved_to: Option<Counts>,
+    /// Shares of the chunk's pages by node before ptb first moved it.
+    pub origin: Option<Counts>,
+    /// The thread that sampled the chunk in the latest cycle: `Some(tid)` when one thread
+    /// alone did ([`super::sweep`]).
+    pub sole_tid: Option<Tid>,
+    several: bool,
     /// Target seen in the last cycle, when the chunk was first seen (seconds of management)
     /// and how many times its target's node changed since ([`ChunkState::observe_target`]).
     pub last_want: Option<Target>,
@@ -77,6 +83,9 @@ impl ChunkState {
             by_home: smallvec::smallvec![0.0; nodes],
             placed: None,
             moved_to: None,
+            origin: None,
+            sole_tid: None,
+            several: false,
             last_want: None,
             first_s: f64::NAN,
             changes: 0,
@@ -139,7 +148,13 @@ impl ChunkState {
         }
         self.held = self.held.saturating_add(1);
         self.last_want = Some(want);
-        ((now_s - self.first_s).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
+        self.residency_s(now_s, prior_s)
+    }
+
+    /// The expected residency of the chunk's present target ([`ChunkState::observe_target`]).
+    pub fn residency_s(&self, now_s: f64, prior_s: f64) -> f64 {
+        let first = if self.first_s.is_nan() { now_s } else { self.first_s };
+        ((now_s - first).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
     }
 
     /// Shares of the accesses by issuing node.
@@ -182,11 +197,50 @@ pub struct Range {
 pub struct ChunkTable {
     chunk_pages: u64,
     map: HashMap<ChunkKey, ChunkState, ptb_profile::histogram::FxBuild>,
+    /// Chunks ptb moved ahead of a sweep before any sample of them ([`super::sweep`]): the
+    /// target, the shares it put their pages on and those they had (estimated), handed to the
+    /// chunk when it is first seen.
+    ahead: HashMap<ChunkKey, (Target, Counts, Counts), ptb_profile::histogram::FxBuild>,
+    /// Every chunk ever sampled (evidence fades and is forgotten; that a chunk was used is not).
+    seen: std::collections::HashSet<ChunkKey, ptb_profile::histogram::FxBuild>,
+    /// Chunks sampled for the first time in the latest cycle.
+    first_seen: Vec<ChunkKey>,
 }
 
 impl ChunkTable {
     pub fn new(chunk_pages: u64) -> Self {
-        ChunkTable { chunk_pages: chunk_pages.max(1), map: HashMap::default() }
+        ChunkTable {
+            chunk_pages: chunk_pages.max(1),
+            map: HashMap::default(),
+            ahead: HashMap::default(),
+            seen: Default::default(),
+            first_seen: Vec::new(),
+        }
+    }
+
+    pub fn chunk_pages(&self) -> u64 {
+        self.chunk_pages
+    }
+
+    /// Whether the chunk was ever sampled.
+    pub fn ever_seen(&self, k: ChunkKey) -> bool {
+        self.seen.contains(&k)
+    }
+
+    /// The chunks sampled for the first time in the latest cycle.
+    pub fn first_seen(&self) -> &[ChunkKey] {
+        &self.first_seen
+    }
+
+    /// Whether ptb moved this unseen chunk ahead of a sweep.
+    pub fn moved_ahead(&self, k: ChunkKey) -> bool {
+        self.ahead.contains_key(&k)
+    }
+
+    /// Record a move of a chunk never sampled, ahead of a sweep (`origin`: where its pages
+    /// were thought to be): handed to the chunk when it is first sampled.
+    pub fn record_ahead(&mut self, k: ChunkKey, t: Target, to: Counts, origin: Counts) {
+        self.ahead.insert(k, (t, to, origin));
     }
 
     pub fn len(&self) -> usize {
@@ -221,6 +275,7 @@ impl ChunkTable {
         for c in self.map.values_mut() {
             let (top, share) = c.top_node();
             c.prev_top = (top, share as f32);
+            (c.sole_tid, c.several) = (None, false);
             // The memory of who uses a chunk lengthens with every target it held for one cycle
             // only: after k such blips its evidence halves over k + 1 observed cycles, not one.
             // Users seen in one cycle and gone in the next changed faster than ptb decides, so
@@ -234,6 +289,7 @@ impl ChunkTable {
             let d = decay as f32;
             c.by_home.iter_mut().for_each(|x| *x *= d);
         }
+        self.first_seen.clear();
         let mut traffic = vec![vec![0.0; nn]; nn];
         let shift = m.page_size.trailing_zeros();
         for s in snap.samples {
@@ -245,9 +301,23 @@ impl ChunkTable {
             let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
             let home = snap.pages.get(page);
             traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
-            let c = self.map.entry(key).or_insert_with(|| ChunkState::new(nn, decay));
+            let (ahead, seen, first_seen) = (&mut self.ahead, &mut self.seen, &mut self.first_seen);
+            let c = self.map.entry(key).or_insert_with(|| {
+                if seen.insert(key) {
+                    first_seen.push(key);
+                }
+                let mut c = ChunkState::new(nn, decay);
+                if let Some((t, to, origin)) = ahead.remove(&key) {
+                    c.placed = Some(t);
+                    c.moved_to = Some(to);
+                    c.origin = Some(origin);
+                }
+                c
+            });
             c.by_src[src as usize] += 1.0;
             c.fresh += 1.0;
+            c.several |= c.sole_tid.is_some_and(|t| t != s.tid);
+            c.sole_tid = if c.several { None } else { Some(s.tid) };
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;
             }
@@ -305,6 +375,7 @@ impl ChunkTable {
                 *c = ChunkState {
                     by_home: std::mem::take(&mut c.by_home),
                     moved_to: c.moved_to.take(),
+                    origin: c.origin.take(),
                     ..ChunkState::new(nn, c.decay)
                 };
             }
@@ -320,6 +391,7 @@ impl ChunkTable {
                 c.placed = None;
             }
         }
+        self.ahead.retain(|k, _| k.app != app);
     }
 
     /// Every chunk's state, in no particular order.

@@ -840,3 +840,75 @@ fn a_chunk_counts_as_placed_only_as_far_off_as_its_samples_noise_allows() {
     // More samples, less room.
     assert!(sampling_tolerance(&even, 400.0) < sampling_tolerance(&even, 40.0));
 }
+
+/// Samples of a sweep: thread `t` (CPU `t`) samples `per_chunk` pages of each chunk
+/// `chunks(t)` returns.
+fn sweep_samples(chunks: impl Fn(u64) -> Vec<u64>, per_chunk: u64) -> Vec<Sample> {
+    let mut v = Vec::new();
+    for cpu in 0..16u32 {
+        for c in chunks(u64::from(cpu)) {
+            for i in 0..per_chunk {
+                v.push(sample(cpu, c * 512 + (i * 37) % 512));
+            }
+        }
+    }
+    v
+}
+
+/// The chunks moved by a plan, with the node that gets most of each.
+fn moved_chunks(plan: &Plan) -> Vec<(u64, NodeIdx)> {
+    plan.ranges
+        .iter()
+        .filter_map(|r| {
+            let to = match &r.op {
+                RangeOp::MoveTo(n) => *n,
+                RangeOp::Weighted(ws) => ws.iter().max_by_key(|x| x.1)?.0,
+                _ => return None,
+            };
+            Some((r.start_vpn / 512, to))
+        })
+        .collect()
+}
+
+/// 64 chunks first touched on node 0, four per thread (a static schedule's slices): thread `t`
+/// on CPU `t`, node `t / 4`, owns chunks `4t..4t+3`.
+#[test]
+fn the_chunks_ahead_of_a_sweep_move_with_the_ones_it_swept() {
+    let w = world(64 * 512, 0);
+    let s = sweep_samples(|t| vec![4 * t, 4 * t + 1], 40);
+    let mut p = Ptb::new(PtbParams::default());
+    let plan = p.decide(&snap(&w, &s, 65536));
+    let moved = moved_chunks(&plan);
+    for t in 4..16u64 {
+        let node = NodeIdx((t / 4) as u16);
+        for c in 4 * t..4 * t + 4 {
+            assert!(moved.contains(&(c, node)), "chunk {c} of thread {t} not moved to {node:?}: {moved:?}");
+        }
+    }
+    assert_eq!(plan.stats.get("moves_ahead"), Some(&24.0), "{:?}", plan.stats);
+    assert!(moved.iter().all(|(c, _)| *c >= 16), "node 0's slices are home: {moved:?}");
+    validate_plan(&plan, &snap(&w, &s, 65536)).unwrap();
+    // Reached by the sweep, the chunks moved ahead are where they should be: nothing moves.
+    let rest = sweep_samples(|t| vec![4 * t + 2, 4 * t + 3], 40);
+    let plan = p.decide(&snap(&w, &rest, 65536));
+    assert!(plan.ranges.is_empty(), "{:?}", moved_chunks(&plan));
+}
+
+#[test]
+fn a_sweep_stops_short_of_data_seen_before_and_scattered_samples_are_no_sweep() {
+    let w = world(64 * 512, 0);
+    let mut p = Ptb::new(PtbParams::default());
+    // A first, light cycle sees the last chunk of every slice (too few samples to place it).
+    p.decide(&snap(&w, &sweep_samples(|t| vec![4 * t + 3], 1), 65536));
+    let plan = p.decide(&snap(&w, &sweep_samples(|t| vec![4 * t, 4 * t + 1], 40), 65536));
+    let moved = moved_chunks(&plan);
+    for t in 4..16u64 {
+        assert!(moved.contains(&(4 * t + 2, NodeIdx((t / 4) as u16))), "{moved:?}");
+        assert!(!moved.iter().any(|m| m.0 == 4 * t + 3), "chunk {} was seen: {moved:?}", 4 * t + 3);
+    }
+    // Samples of every other chunk: no two consecutive, nothing moves ahead.
+    let mut p = Ptb::new(PtbParams::default());
+    let plan = p.decide(&snap(&w, &sweep_samples(|t| vec![4 * t, 4 * t + 2], 40), 65536));
+    assert_eq!(plan.stats.get("moves_ahead"), None, "{:?}", plan.stats);
+    assert!(moved_chunks(&plan).iter().all(|(c, _)| c % 2 == 0), "{:?}", moved_chunks(&plan));
+}
