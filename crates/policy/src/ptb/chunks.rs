@@ -205,6 +205,8 @@ pub struct ChunkTable {
     seen: std::collections::HashSet<ChunkKey, ptb_profile::histogram::FxBuild>,
     /// Chunks sampled for the first time in the latest cycle.
     first_seen: Vec<ChunkKey>,
+    /// The programs with threads in the latest cycle, sorted.
+    apps: Vec<AppId>,
 }
 
 impl ChunkTable {
@@ -215,6 +217,7 @@ impl ChunkTable {
             ahead: HashMap::default(),
             seen: Default::default(),
             first_seen: Vec::new(),
+            apps: Vec::new(),
         }
     }
 
@@ -255,6 +258,7 @@ impl ChunkTable {
         let m = snap.machine;
         let nn = m.n_nodes();
         let cpu_node = cpu_to_node(m);
+        self.forget_gone_apps(snap);
         // Evidence ages with observation, not with time: a node whose threads issued fewer
         // samples per thread this cycle than the others (stalled by page copies, waiting at a
         // barrier) keeps more of what was seen of it. Else a node silent for a cycle would make
@@ -331,6 +335,20 @@ impl ChunkTable {
         }
         self.map.retain(|_, c| c.total() >= 0.05);
         traffic
+    }
+
+    /// Forget which chunks were ever sampled, and which were moved ahead of a sweep, for the
+    /// programs that have no thread any more (the daemon outlives the programs it manages;
+    /// their evidence fades on its own). Runs only when a program went.
+    fn forget_gone_apps(&mut self, snap: &Snapshot) {
+        let mut live: Vec<AppId> = snap.threads.iter().map(|t| t.app).collect();
+        live.sort_unstable();
+        live.dedup();
+        if self.apps.iter().any(|a| live.binary_search(a).is_err()) {
+            self.seen.retain(|k| live.binary_search(&k.app).is_ok());
+            self.ahead.retain(|k, _| live.binary_search(&k.app).is_ok());
+        }
+        self.apps = live;
     }
 
     /// Keys of chunks with at least `min` decayed samples, heaviest first (ties by key, so

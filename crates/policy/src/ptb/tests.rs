@@ -912,3 +912,18 @@ fn a_sweep_stops_short_of_data_seen_before_and_scattered_samples_are_no_sweep() 
     assert_eq!(plan.stats.get("moves_ahead"), None, "{:?}", plan.stats);
     assert!(moved_chunks(&plan).iter().all(|(c, _)| c % 2 == 0), "{:?}", moved_chunks(&plan));
 }
+
+#[test]
+fn what_was_seen_of_a_program_is_forgotten_when_it_goes() {
+    let mut w = world(64 * 512, 0);
+    let mut p = Ptb::new(PtbParams::default());
+    p.decide(&snap(&w, &sweep_samples(|t| vec![4 * t, 4 * t + 1], 40), 65536));
+    let key = chunks::ChunkKey { app: 0, chunk: 4 };
+    assert!(p.table.ever_seen(key));
+    // Only another program's threads are left (the daemon manages it now).
+    for t in &mut w.threads {
+        t.app = 1;
+    }
+    p.decide(&snap(&w, &[], 65536));
+    assert!(!p.table.ever_seen(key));
+}
