@@ -11,9 +11,10 @@
 //! in a cycle, the later one never sampled before and the one after it never either, is taken
 //! to sweep. The chunks after its front that were never sampled are expected to be used by the
 //! node the run it swept is private to, and to lie where that run lay before ptb moved it. No
-//! sweep reaches past a chunk already seen, out of its region, or further than a static
-//! schedule's slice (the region's chunks over the program's threads), so sparse or randomly
-//! used data is not moved on a guess. The cost is a few operations per chunk first sampled.
+//! sweep reaches past a chunk already seen or out of the static schedule's slice that holds
+//! its front (its region cut into one run of chunks per thread of the program), so sparse or
+//! randomly used data is not moved on a guess, nor one thread's data to another's node. The
+//! cost is a few operations per chunk first sampled.
 
 use super::chunks::{ChunkKey, ChunkState, ChunkTable};
 use crate::snapshot::{Region, ThreadState};
@@ -66,10 +67,15 @@ pub fn ahead(
         if [f.chunk - 1, f.chunk].iter().any(|&c| table.get(key(c)).is_none_or(|s| s.top_node().0 != h)) {
             continue;
         }
-        let (lo, hi) = (r.start_vpn / cp, (r.start_vpn + r.npages - 1) / cp);
+        let hi = (r.start_vpn + r.npages - 1) / cp;
         let n_threads = threads.iter().filter(|t| t.app == f.app).count().max(1) as u64;
-        let reach = (hi - lo + 1).div_ceil(n_threads);
-        for next in (f.chunk + 1)..=(f.chunk + reach).min(hi) {
+        // The slice of a static schedule that holds the front: the region's pages cut into one
+        // run per thread; the sweep ends with the last chunk wholly inside it.
+        let first_page = (f.chunk * cp).max(r.start_vpn) - r.start_vpn;
+        let k = u128::from(first_page) * u128::from(n_threads) / u128::from(r.npages);
+        let slice_end = r.start_vpn + ((k + 1) * u128::from(r.npages) / u128::from(n_threads)) as u64;
+        let end = (slice_end / cp).min(hi + 1);
+        for next in (f.chunk + 1)..end {
             if table.ever_seen(key(next)) {
                 break; // the sweep, or another, reached it already
             }
