@@ -895,7 +895,7 @@ fn the_chunks_ahead_of_a_sweep_move_with_the_ones_it_swept() {
 }
 
 #[test]
-fn a_sweep_stops_short_of_data_seen_before_and_scattered_samples_are_no_sweep() {
+fn a_sweep_stops_at_its_slice_end_and_short_of_data_seen_before_and_scattered_samples_are_no_sweep() {
     let w = world(64 * 512, 0);
     let mut p = Ptb::new(PtbParams::default());
     // A first, light cycle sees the last chunk of every slice (too few samples to place it).
@@ -906,6 +906,15 @@ fn a_sweep_stops_short_of_data_seen_before_and_scattered_samples_are_no_sweep() 
         assert!(moved.contains(&(4 * t + 2, NodeIdx((t / 4) as u16))), "{moved:?}");
         assert!(!moved.iter().any(|m| m.0 == 4 * t + 3), "chunk {} was seen: {moved:?}", 4 * t + 3);
     }
+    // Only node 1's threads (4-7) sweep: the last of them stops at the end of its own slice,
+    // though the next thread's slice was never sampled either.
+    let mut p = Ptb::new(PtbParams::default());
+    let s: Vec<Sample> =
+        sweep_samples(|t| vec![4 * t, 4 * t + 1], 40).into_iter().filter(|x| (4..8).contains(&x.cpu.0)).collect();
+    let plan = p.decide(&snap(&w, &s, 65536));
+    let moved = moved_chunks(&plan);
+    assert!(moved.contains(&(31, NodeIdx(1))), "{moved:?}");
+    assert!(moved.iter().all(|(c, _)| (16..32).contains(c)), "{moved:?}");
     // Samples of every other chunk: no two consecutive, nothing moves ahead.
     let mut p = Ptb::new(PtbParams::default());
     let plan = p.decide(&snap(&w, &sweep_samples(|t| vec![4 * t, 4 * t + 2], 40), 65536));
