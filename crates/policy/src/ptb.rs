@@ -468,7 +468,7 @@ impl Ptb {
                     continue;
                 };
                 let want = Target::Node(s.home, self.pct_of(s.key.app));
-                let from: Vec<f64> = match &f.origin {
+                let from: Vec<f64> = match self.table.origin(s.front) {
                     Some(o) => o.iter().map(|&x| f64::from(x)).collect(),
                     None => shares_now(f, &range),
                 };
@@ -559,8 +559,8 @@ impl Ptb {
                 if let Some(st) = self.table.get_mut(c.key) {
                     st.placed = Some(c.want);
                     st.moved_to = Some(to32);
-                    st.origin.get_or_insert_with(|| c.from.iter().map(|&x| x as f32).collect());
                 }
+                self.table.note_origin(c.key, || c.from.iter().map(|&x| x as f32).collect());
             }
             let op = match c.want {
                 Target::Node(n, pct) if pct >= 100 => RangeOp::MoveTo(n),

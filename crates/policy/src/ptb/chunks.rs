@@ -9,6 +9,11 @@ use std::collections::HashMap;
 /// Per-node counts (inline up to 8 nodes: no allocation per chunk on common machines).
 pub type Counts = smallvec::SmallVec<[f32; 8]>;
 
+/// No thread sampled the chunk in the latest cycle.
+const NO_TID: Tid = Tid::MAX;
+/// Several threads did.
+const SEVERAL_TIDS: Tid = Tid::MAX - 1;
+
 /// A chunk: `chunk_pages` consecutive pages of one application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ChunkKey {
@@ -49,12 +54,9 @@ pub struct ChunkState {
     /// Shares of the chunk's pages by node where ptb last moved it (known exactly, unlike the
     /// sampled homes); `None` until it moves one.
     pub moved_to: Option<Counts>,
-    /// Shares of the chunk's pages by node before ptb first moved it.
-    pub origin: Option<Counts>,
-    /// The thread that sampled the chunk in the latest cycle: `Some(tid)` when one thread
-    /// alone did ([`super::sweep`]).
-    pub sole_tid: Option<Tid>,
-    several: bool,
+    /// The thread that sampled the chunk in the latest cycle when one thread alone did
+    /// ([`super::sweep`]), else [`NO_TID`] or [`SEVERAL_TIDS`] (Linux tids stay below 2^22).
+    sole: Tid,
     /// Target seen in the last cycle, when the chunk was first seen (seconds of management)
     /// and how many times its target's node changed since ([`ChunkState::observe_target`]).
     pub last_want: Option<Target>,
@@ -83,9 +85,7 @@ impl ChunkState {
             by_home: smallvec::smallvec![0.0; nodes],
             placed: None,
             moved_to: None,
-            origin: None,
-            sole_tid: None,
-            several: false,
+            sole: NO_TID,
             last_want: None,
             first_s: f64::NAN,
             changes: 0,
@@ -157,6 +157,11 @@ impl ChunkState {
         ((now_s - first).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
     }
 
+    /// The thread that alone sampled the chunk in the latest cycle, if one did.
+    pub fn sole_tid(&self) -> Option<Tid> {
+        (self.sole < SEVERAL_TIDS).then_some(self.sole)
+    }
+
     /// Shares of the accesses by issuing node.
     pub fn src_shares(&self) -> Vec<f64> {
         normalise(&self.by_src.iter().map(|&x| x as f64).collect::<Vec<_>>())
@@ -200,9 +205,13 @@ pub struct ChunkTable {
     /// Chunks ptb moved ahead of a sweep before any sample of them ([`super::sweep`]): the
     /// target, the shares it put their pages on and those they had (estimated), handed to the
     /// chunk when it is first seen.
-    ahead: HashMap<ChunkKey, (Target, Counts, Counts), ptb_profile::histogram::FxBuild>,
-    /// Every chunk ever sampled (evidence fades and is forgotten; that a chunk was used is not).
-    seen: std::collections::HashSet<ChunkKey, ptb_profile::histogram::FxBuild>,
+    ahead: HashMap<ChunkKey, (Target, Counts), ptb_profile::histogram::FxBuild>,
+    /// Shares of each moved chunk's pages by node before ptb first moved it (where the data a
+    /// sweep has not reached lies: [`super::sweep`]).
+    origins: HashMap<ChunkKey, Counts, ptb_profile::histogram::FxBuild>,
+    /// Chunks sampled once whose evidence faded (they left `map`): with `map`, every chunk ever
+    /// sampled (that a chunk was used is not forgotten).
+    faded: std::collections::HashSet<ChunkKey, ptb_profile::histogram::FxBuild>,
     /// Chunks sampled for the first time in the latest cycle.
     first_seen: Vec<ChunkKey>,
     /// The programs with threads in the latest cycle, sorted.
@@ -215,7 +224,8 @@ impl ChunkTable {
             chunk_pages: chunk_pages.max(1),
             map: HashMap::default(),
             ahead: HashMap::default(),
-            seen: Default::default(),
+            origins: HashMap::default(),
+            faded: Default::default(),
             first_seen: Vec::new(),
             apps: Vec::new(),
         }
@@ -227,7 +237,7 @@ impl ChunkTable {
 
     /// Whether the chunk was ever sampled.
     pub fn ever_seen(&self, k: ChunkKey) -> bool {
-        self.seen.contains(&k)
+        self.map.contains_key(&k) || self.faded.contains(&k)
     }
 
     /// The chunks sampled for the first time in the latest cycle.
@@ -243,7 +253,18 @@ impl ChunkTable {
     /// Record a move of a chunk never sampled, ahead of a sweep (`origin`: where its pages
     /// were thought to be): handed to the chunk when it is first sampled.
     pub fn record_ahead(&mut self, k: ChunkKey, t: Target, to: Counts, origin: Counts) {
-        self.ahead.insert(k, (t, to, origin));
+        self.ahead.insert(k, (t, to));
+        self.origins.entry(k).or_insert(origin);
+    }
+
+    /// Record where a chunk's pages were before ptb first moved it.
+    pub fn note_origin(&mut self, k: ChunkKey, origin: impl FnOnce() -> Counts) {
+        self.origins.entry(k).or_insert_with(origin);
+    }
+
+    /// Where a chunk's pages were before ptb first moved it, if it did.
+    pub fn origin(&self, k: ChunkKey) -> Option<&Counts> {
+        self.origins.get(&k)
     }
 
     pub fn len(&self) -> usize {
@@ -279,7 +300,7 @@ impl ChunkTable {
         for c in self.map.values_mut() {
             let (top, share) = c.top_node();
             c.prev_top = (top, share as f32);
-            (c.sole_tid, c.several) = (None, false);
+            c.sole = NO_TID;
             // The memory of who uses a chunk lengthens with every target it held for one cycle
             // only: after k such blips its evidence halves over k + 1 observed cycles, not one.
             // Users seen in one cycle and gone in the next changed faster than ptb decides, so
@@ -305,23 +326,21 @@ impl ChunkTable {
             let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
             let home = snap.pages.get(page);
             traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
-            let (ahead, seen, first_seen) = (&mut self.ahead, &mut self.seen, &mut self.first_seen);
+            let (ahead, faded, first_seen) = (&mut self.ahead, &mut self.faded, &mut self.first_seen);
             let c = self.map.entry(key).or_insert_with(|| {
-                if seen.insert(key) {
+                if faded.is_empty() || !faded.remove(&key) {
                     first_seen.push(key);
                 }
                 let mut c = ChunkState::new(nn, decay);
-                if let Some((t, to, origin)) = ahead.remove(&key) {
+                if let Some((t, to)) = if ahead.is_empty() { None } else { ahead.remove(&key) } {
                     c.placed = Some(t);
                     c.moved_to = Some(to);
-                    c.origin = Some(origin);
                 }
                 c
             });
             c.by_src[src as usize] += 1.0;
             c.fresh += 1.0;
-            c.several |= c.sole_tid.is_some_and(|t| t != s.tid);
-            c.sole_tid = if c.several { None } else { Some(s.tid) };
+            c.sole = if c.sole == NO_TID || c.sole == s.tid { s.tid } else { SEVERAL_TIDS };
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;
             }
@@ -333,20 +352,31 @@ impl ChunkTable {
                 if c.rate == 0.0 && c.fresh > 0.0 { now } else { decay as f32 * c.rate + (1.0 - decay as f32) * now };
             c.fresh = 0.0;
         }
-        self.map.retain(|_, c| c.total() >= 0.05);
+        // (A program that went leaves nothing behind: its chunks fade from `map` and are not
+        // remembered.)
+        let (faded, apps) = (&mut self.faded, &self.apps);
+        self.map.retain(|k, c| {
+            let keep = c.total() >= 0.05;
+            if !keep && apps.binary_search(&k.app).is_ok() {
+                faded.insert(*k);
+            }
+            keep
+        });
         traffic
     }
 
-    /// Forget which chunks were ever sampled, and which were moved ahead of a sweep, for the
-    /// programs that have no thread any more (the daemon outlives the programs it manages;
-    /// their evidence fades on its own). Runs only when a program went.
+    /// Forget which chunks were ever sampled, which were moved ahead of a sweep and where
+    /// moved chunks came from, for the programs that have no thread any more (the daemon
+    /// outlives the programs it manages; their evidence fades on its own, and is then not
+    /// remembered as faded). Runs only when a program went.
     fn forget_gone_apps(&mut self, snap: &Snapshot) {
         let mut live: Vec<AppId> = snap.threads.iter().map(|t| t.app).collect();
         live.sort_unstable();
         live.dedup();
         if self.apps.iter().any(|a| live.binary_search(a).is_err()) {
-            self.seen.retain(|k| live.binary_search(&k.app).is_ok());
+            self.faded.retain(|k| live.binary_search(&k.app).is_ok());
             self.ahead.retain(|k, _| live.binary_search(&k.app).is_ok());
+            self.origins.retain(|k, _| live.binary_search(&k.app).is_ok());
         }
         self.apps = live;
     }
@@ -393,7 +423,6 @@ impl ChunkTable {
                 *c = ChunkState {
                     by_home: std::mem::take(&mut c.by_home),
                     moved_to: c.moved_to.take(),
-                    origin: c.origin.take(),
                     ..ChunkState::new(nn, c.decay)
                 };
             }

@@ -47,9 +47,9 @@ pub fn ahead(
     for &f in table.first_seen() {
         let key = |chunk| ChunkKey { app: f.app, chunk };
         // One thread alone swept both chunks in this cycle, and nothing after them was seen.
-        let tid = table.get(f).and_then(|c| c.sole_tid);
+        let tid = table.get(f).and_then(|c| c.sole_tid());
         let before = f.chunk.checked_sub(1).map(key);
-        if tid.is_none() || before.and_then(|b| table.get(b)).and_then(|c| c.sole_tid) != tid {
+        if tid.is_none() || before.and_then(|b| table.get(b)).and_then(|c| c.sole_tid()) != tid {
             continue;
         }
         if table.ever_seen(key(f.chunk + 1)) {

@@ -933,6 +933,10 @@ fn what_was_seen_of_a_program_is_forgotten_when_it_goes() {
     for t in &mut w.threads {
         t.app = 1;
     }
-    p.decide(&snap(&w, &[], 65536));
+    // Its chunks' evidence fades, and nothing of them is kept.
+    for _ in 0..20 {
+        p.decide(&snap(&w, &[], 65536));
+    }
     assert!(!p.table.ever_seen(key));
+    assert_eq!(p.table.len(), 0);
 }
