@@ -76,6 +76,12 @@ use chunks::{ChunkKey, ChunkTable, Target};
 use ptb_profile::SampledEvent;
 use ptb_topology::NodeIdx;
 
+/// How far apart two placements of a chunk are: the share of its pages that would have to move
+/// to turn one into the other (half the L1 distance of the node shares).
+fn share_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / 2.0
+}
+
 /// True when the CPU groups' local bandwidth is less than 1.5x the mean of what they reach
 /// on each other memory node (mean over groups): remote memory is then nearly as good as
 /// local, and spreading multiplies the bandwidth a group can use at little cost in locality
@@ -430,7 +436,7 @@ impl Ptb {
             let Some(range) = range else { continue };
             let from = shares_now(c, &range);
             let to = model::target_shares(want, weights.of(key.app), &weights.spill, nn);
-            let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
+            let off = share_distance(&from, &to);
             // The tolerance absorbs the noise of sampled homes ([`sampling_tolerance`]); where
             // ptb moved the chunk it knows where its pages are, and the payback test alone
             // decides (a chunk spread evenly is 21% away from the 8-node Opteron's link-aware
@@ -473,7 +479,7 @@ impl Ptb {
                     None => shares_now(f, &range),
                 };
                 let to = model::target_shares(want, weights.of(s.key.app), &weights.spill, nn);
-                let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
+                let off = share_distance(&from, &to);
                 if off <= TOLERANCE {
                     continue;
                 }
@@ -550,17 +556,18 @@ impl Ptb {
             *stats
                 .entry(if matches!(c.want, Target::Spread) { "moves_spread" } else { "moves_home" }.into())
                 .or_default() += 1.0;
-            let to32: chunks::Counts = to.iter().map(|&x| x as f32).collect();
+            let (to32, from32): (chunks::Counts, chunks::Counts) =
+                (to.iter().map(|&x| x as f32).collect(), c.from.iter().map(|&x| x as f32).collect());
             if c.ahead {
                 *stats.entry("moves_ahead".into()).or_default() += 1.0;
-                self.table.record_ahead(c.key, c.want, to32, c.from.iter().map(|&x| x as f32).collect());
+                self.table.record_ahead(c.key, c.want, to32, from32);
             } else {
                 model::LoadModel::shift(&mut done_acc, &mut done, c.a, &c.src, &c.from, &to);
                 if let Some(st) = self.table.get_mut(c.key) {
                     st.placed = Some(c.want);
                     st.moved_to = Some(to32);
                 }
-                self.table.note_origin(c.key, || c.from.iter().map(|&x| x as f32).collect());
+                self.table.note_origin(c.key, from32);
             }
             let op = match c.want {
                 Target::Node(n, pct) if pct >= 100 => RangeOp::MoveTo(n),

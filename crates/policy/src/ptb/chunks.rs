@@ -203,8 +203,8 @@ pub struct ChunkTable {
     chunk_pages: u64,
     map: HashMap<ChunkKey, ChunkState, ptb_profile::histogram::FxBuild>,
     /// Chunks ptb moved ahead of a sweep before any sample of them ([`super::sweep`]): the
-    /// target, the shares it put their pages on and those they had (estimated), handed to the
-    /// chunk when it is first seen.
+    /// target and the shares it put their pages on, handed to the chunk when it is first seen
+    /// (where they were before is in `origins`).
     ahead: HashMap<ChunkKey, (Target, Counts), ptb_profile::histogram::FxBuild>,
     /// Shares of each moved chunk's pages by node before ptb first moved it (where the data a
     /// sweep has not reached lies: [`super::sweep`]).
@@ -254,12 +254,12 @@ impl ChunkTable {
     /// were thought to be): handed to the chunk when it is first sampled.
     pub fn record_ahead(&mut self, k: ChunkKey, t: Target, to: Counts, origin: Counts) {
         self.ahead.insert(k, (t, to));
-        self.origins.entry(k).or_insert(origin);
+        self.note_origin(k, origin);
     }
 
     /// Record where a chunk's pages were before ptb first moved it.
-    pub fn note_origin(&mut self, k: ChunkKey, origin: impl FnOnce() -> Counts) {
-        self.origins.entry(k).or_insert_with(origin);
+    pub fn note_origin(&mut self, k: ChunkKey, origin: Counts) {
+        self.origins.entry(k).or_insert(origin);
     }
 
     /// Where a chunk's pages were before ptb first moved it, if it did.
