@@ -294,6 +294,17 @@ pub fn run(
     run_with(root, machine, policy, start, targets, act, cfg, open)
 }
 
+/// Open sample rings for the targets' threads that have none yet: one listing of
+/// /proc/PID/task per target, and the thread's owner and start time checked before its ring
+/// opens ([`Identities::tid_ok`]); threads no longer listed keep theirs until the cycle's end.
+fn track_new_threads(root: &ProcRoot, ids: &Identities, pids: &[u32], src: &mut dyn LiveSource) {
+    let listed: Vec<(u32, u32)> =
+        pids.iter().flat_map(|&p| root.tasks(p).unwrap_or_default().into_iter().map(move |t| (p, t))).collect();
+    ids.note_threads(&listed);
+    let tids: Vec<_> = listed.into_iter().filter(|(_, tid)| ids.tid_ok(*tid)).collect();
+    src.track_more(&tids);
+}
+
 /// [`run`] with the sample sources `open` makes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_with(
@@ -394,6 +405,9 @@ pub(crate) fn run_with(
     }
 
     let mut samples: Vec<Sample> = Vec::new();
+    if let Some(src) = sampling.source_mut() {
+        track_new_threads(root, &ids, &targets.iter().map(|t| t.pid).collect::<Vec<_>>(), src);
+    }
     let mut n = 0u64;
     let mut last_cycle = Instant::now();
     let mut signal = None;
@@ -408,6 +422,10 @@ pub(crate) fn run_with(
             signal = safety::stop_requested();
             alive = pids_alive(&ids, &mut targets, &mut child_status, false);
             if let Some(src) = sampling.source_mut() {
+                // A thread's samples start when its ring opens: new threads get theirs now,
+                // not at the cycle's end (a thread that first-touches its data as it starts
+                // would otherwise leave those faults unsampled).
+                track_new_threads(root, &ids, &alive, src);
                 // Keep rings from overflowing during long cycles.
                 let st = src.drain(&mut samples).unwrap_or_default();
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;

@@ -336,8 +336,14 @@ impl PerfSource {
     pub fn track(&mut self, threads: &[(AppId, Tid)]) -> usize {
         let want: BTreeMap<Tid, AppId> = threads.iter().map(|&(a, t)| (t, a)).collect();
         self.rings.retain(|t, _| want.contains_key(t));
+        self.track_more(threads)
+    }
+
+    /// Open rings for the threads of `threads` that have none (the others keep theirs).
+    /// Returns how many were opened.
+    pub fn track_more(&mut self, threads: &[(AppId, Tid)]) -> usize {
         let mut opened = 0;
-        for (&tid, &app) in &want {
+        for &(app, tid) in threads {
             if self.rings.contains_key(&tid) || self.open_errors.contains_key(&tid) {
                 continue;
             }

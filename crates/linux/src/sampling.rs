@@ -28,6 +28,8 @@ pub const MIN_CYCLE: Duration = Duration::from_millis(10);
 pub trait LiveSource: SampleSource {
     /// Sample exactly these (app, tid) threads from now on.
     fn track(&mut self, threads: &[(AppId, Tid)]);
+    /// Also sample these threads from now on (the ones sampled already go on).
+    fn track_more(&mut self, threads: &[(AppId, Tid)]);
     /// Events per sample now.
     fn period(&self) -> u64;
     /// Sample once every `period` events from now on.
@@ -43,6 +45,9 @@ pub trait LiveSource: SampleSource {
 impl LiveSource for PerfSource {
     fn track(&mut self, threads: &[(AppId, Tid)]) {
         PerfSource::track(self, threads);
+    }
+    fn track_more(&mut self, threads: &[(AppId, Tid)]) {
+        PerfSource::track_more(self, threads);
     }
     fn period(&self) -> u64 {
         PerfSource::period(self)

@@ -46,6 +46,8 @@ struct FakeSource {
     period: u64,
     on: bool,
     periods: Arc<Mutex<Vec<u64>>>,
+    /// Every thread it was told to sample, in order.
+    tracked: Arc<Mutex<Vec<Tid>>>,
 }
 
 impl SampleSource for FakeSource {
@@ -58,7 +60,12 @@ impl SampleSource for FakeSource {
 }
 
 impl LiveSource for FakeSource {
-    fn track(&mut self, _: &[(AppId, Tid)]) {}
+    fn track(&mut self, threads: &[(AppId, Tid)]) {
+        self.track_more(threads);
+    }
+    fn track_more(&mut self, threads: &[(AppId, Tid)]) {
+        self.tracked.lock().unwrap().extend(threads.iter().map(|t| t.1));
+    }
     fn period(&self) -> u64 {
         self.period
     }
@@ -100,9 +107,18 @@ fn config(cycle: Option<Duration>, period: Option<u64>, source: &str, allowed: p
 /// Run the daemon loop (dry run) on a `sleep 0.4` with the policy and sources given; returns
 /// its stats and what the policy's snapshots said.
 fn run_loop(asks: SamplingRequest, cfg: &Config, open: Opener) -> (Stats, Vec<(SamplingMode, u64)>) {
+    let child = std::process::Command::new("sleep").arg("0.4").spawn().unwrap();
+    run_loop_on(child, asks, cfg, open)
+}
+
+fn run_loop_on(
+    child: std::process::Child,
+    asks: SamplingRequest,
+    cfg: &Config,
+    open: Opener,
+) -> (Stats, Vec<(SamplingMode, u64)>) {
     let root = ProcRoot::new("/");
     let machine = crate::live::machine(&root).unwrap();
-    let child = std::process::Command::new("sleep").arg("0.4").spawn().unwrap();
     let target = Target::launched(&root, child).map_err(|(_, e)| e).unwrap();
     let seen = Arc::new(Mutex::new(vec![]));
     let mut policy = Asks { asks, seen: seen.clone() };
@@ -116,7 +132,8 @@ fn run_loop(asks: SamplingRequest, cfg: &Config, open: Opener) -> (Stats, Vec<(S
 fn fake_opener(periods: Arc<Mutex<Vec<u64>>>) -> Opener<'static> {
     Box::new(move |mode| {
         let SamplingMode::Address { period, .. } = mode else { return Ok(None) };
-        Ok(Some(Box::new(FakeSource { period, on: true, periods: periods.clone() }) as Box<dyn LiveSource>))
+        Ok(Some(Box::new(FakeSource { period, on: true, periods: periods.clone(), tracked: Default::default() })
+            as Box<dyn LiveSource>))
     })
 }
 
@@ -148,7 +165,10 @@ fn what_the_user_fixed_wins_over_the_plan() {
     let open: Opener = {
         let periods = periods.clone();
         Box::new(move |_| {
-            Ok(Some(Box::new(FakeSource { period: 7, on: true, periods: periods.clone() }) as Box<dyn LiveSource>))
+            Ok(Some(
+                Box::new(FakeSource { period: 7, on: true, periods: periods.clone(), tracked: Default::default() })
+                    as Box<dyn LiveSource>,
+            ))
         })
     };
     let (stats, seen) = run_loop(asks, &cfg, open);
@@ -202,4 +222,28 @@ fn a_source_opens_when_a_policy_that_started_without_samples_asks_for_them() {
     assert_eq!((s.mode(), s.period(), s.cycle()), (address(500), 500, Duration::from_millis(40)));
     assert_eq!(s.take_change().as_deref(), Some("cycle 40 ms, samples from fake (period 500)"));
     assert_eq!(s.take_change(), None);
+}
+
+/// A thread's samples start when its ring opens, so a target's threads get theirs while the
+/// cycle runs, not at its end: here the target (`sleep 0.4`) ends before the first 2 s cycle
+/// does, and its thread was sampled all the same.
+#[test]
+fn a_targets_threads_are_sampled_before_the_first_cycle_ends() {
+    let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
+    let cfg = config(Some(Duration::from_secs(2)), None, "auto", machine.all_nodes());
+    let tracked = Arc::new(Mutex::new(vec![]));
+    let open: Opener = {
+        let tracked = tracked.clone();
+        Box::new(move |mode| {
+            let SamplingMode::Address { period, .. } = mode else { return Ok(None) };
+            Ok(Some(Box::new(FakeSource { period, on: true, periods: Default::default(), tracked: tracked.clone() })
+                as Box<dyn LiveSource>))
+        })
+    };
+    let child = std::process::Command::new("sleep").arg("0.4").spawn().unwrap();
+    let pid = child.id();
+    let asks = SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_secs(2) };
+    let (_, seen) = run_loop_on(child, asks, &cfg, open);
+    assert!(seen.is_empty(), "no cycle ended while the target ran: {seen:?}");
+    assert!(tracked.lock().unwrap().contains(&pid), "its thread {pid} was sampled: {:?}", tracked.lock().unwrap());
 }
