@@ -297,6 +297,9 @@ pub fn run(
 /// Open sample rings for the targets' threads that have none yet: one listing of
 /// /proc/PID/task per target, and the thread's owner and start time checked before its ring
 /// opens ([`Identities::tid_ok`]); threads no longer listed keep theirs until the cycle's end.
+/// A ring cannot follow threads by itself: the kernel's `perf_mmap` refuses (EINVAL) to map an
+/// inherited per-task event (`cpu == -1` with `attr.inherit`), so each thread's ring opens
+/// after the thread exists, and the sooner it is seen the fewer of its first faults go unsampled.
 fn track_new_threads(root: &ProcRoot, ids: &Identities, pids: &[u32], src: &mut dyn LiveSource) {
     let listed: Vec<(u32, u32)> =
         pids.iter().flat_map(|&p| root.tasks(p).unwrap_or_default().into_iter().map(move |t| (p, t))).collect();
