@@ -70,6 +70,12 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
         let deadline = Instant::now() + cfg.cycle;
         while Instant::now() < deadline && safety::stop_requested().is_none() && id.current(root) {
             std::thread::sleep(Duration::from_millis(20));
+            // New threads are sampled from now, not from the next cycle (as in the daemon).
+            let tids = root.tasks(pid).unwrap_or_default();
+            if tids.iter().any(|t| !tids_seen.contains(t)) {
+                tids_seen.extend(tids.iter().copied());
+                src.track_more(&tids.iter().map(|&t| (pid, t)).collect::<Vec<_>>());
+            }
         }
         let st = src.drain(&mut buf).map_err(|e| e.to_string())?;
         sum.samples += st.samples;
