@@ -294,18 +294,31 @@ pub fn run(
     run_with(root, machine, policy, start, targets, act, cfg, open)
 }
 
-/// Open sample rings for the targets' threads that have none yet: one listing of
-/// /proc/PID/task per target, and the thread's owner and start time checked before its ring
-/// opens ([`Identities::tid_ok`]); threads no longer listed keep theirs until the cycle's end.
+/// Open sample rings for the targets' threads listed since the last call (`listed`: that
+/// listing, (pid, tid) sorted): one listing of /proc/PID/task per target, and only when it
+/// changed each new thread's owner and start time checked before its ring opens
+/// ([`Identities::tid_ok`], two /proc reads a thread: not repeated every 20 ms for threads
+/// already seen); threads no longer listed keep their rings until the cycle's end.
 /// A ring cannot follow threads by itself: the kernel's `perf_mmap` refuses (EINVAL) to map an
 /// inherited per-task event (`cpu == -1` with `attr.inherit`), so each thread's ring opens
 /// after the thread exists, and the sooner it is seen the fewer of its first faults go unsampled.
-fn track_new_threads(root: &ProcRoot, ids: &Identities, pids: &[u32], src: &mut dyn LiveSource) {
-    let listed: Vec<(u32, u32)> =
+fn track_new_threads(
+    root: &ProcRoot,
+    ids: &Identities,
+    pids: &[u32],
+    listed: &mut Vec<(u32, u32)>,
+    src: &mut dyn LiveSource,
+) {
+    let mut now: Vec<(u32, u32)> =
         pids.iter().flat_map(|&p| root.tasks(p).unwrap_or_default().into_iter().map(move |t| (p, t))).collect();
-    ids.note_threads(&listed);
-    let tids: Vec<_> = listed.into_iter().filter(|(_, tid)| ids.tid_ok(*tid)).collect();
-    src.track_more(&tids);
+    now.sort_unstable();
+    if now == *listed {
+        return;
+    }
+    ids.note_threads(&now);
+    let new: Vec<_> = now.iter().copied().filter(|x| listed.binary_search(x).is_err() && ids.tid_ok(x.1)).collect();
+    src.track_more(&new);
+    *listed = now;
 }
 
 /// [`run`] with the sample sources `open` makes.
@@ -408,8 +421,10 @@ pub(crate) fn run_with(
     }
 
     let mut samples: Vec<Sample> = Vec::new();
+    // The targets' threads as last listed by `track_new_threads`.
+    let mut listed: Vec<(u32, u32)> = Vec::new();
     if let Some(src) = sampling.source_mut() {
-        track_new_threads(root, &ids, &targets.iter().map(|t| t.pid).collect::<Vec<_>>(), src);
+        track_new_threads(root, &ids, &targets.iter().map(|t| t.pid).collect::<Vec<_>>(), &mut listed, src);
     }
     let mut n = 0u64;
     let mut last_cycle = Instant::now();
@@ -428,7 +443,7 @@ pub(crate) fn run_with(
                 // A thread's samples start when its ring opens: new threads get theirs now,
                 // not at the cycle's end (a thread that first-touches its data as it starts
                 // would otherwise leave those faults unsampled).
-                track_new_threads(root, &ids, &alive, src);
+                track_new_threads(root, &ids, &alive, &mut listed, src);
                 // Keep rings from overflowing during long cycles.
                 let st = src.drain(&mut samples).unwrap_or_default();
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
