@@ -547,6 +547,14 @@ impl Ptb {
                 * (pace::Pace::weighted_latency(w, now, &c.src, &c.from)
                     - pace::Pace::weighted_latency(w, later, &c.src, &to))
                 / self.mlp.mlp(c.key.app);
+            // A move that would move less than a page is no move: the chunk is already where
+            // its target puts it (a private chunk spread off its overloaded home, spread
+            // again). Planned anyway, it was asked for every cycle and kept the sampling from
+            // quieting.
+            let moving: f64 = 1.0 - c.from.iter().zip(&to).map(|(a, b)| a.min(*b)).sum::<f64>();
+            if moving * (c.range.npages as f64) < 1.0 {
+                continue;
+            }
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;

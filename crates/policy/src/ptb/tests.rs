@@ -940,3 +940,53 @@ fn what_was_seen_of_a_program_is_forgotten_when_it_goes() {
     assert!(!p.table.ever_seen(key));
     assert_eq!(p.table.len(), 0);
 }
+
+/// Carry out a plan's range moves on the world (pages and the regions' residency), as the
+/// actuator would: whole moves, and weighted spreads page by page in proportion.
+fn apply_ranges(w: &mut World, plan: &Plan) {
+    for r in &plan.ranges {
+        let targets: Vec<(NodeIdx, u32)> = match &r.op {
+            RangeOp::MoveTo(n) => vec![(*n, 1)],
+            RangeOp::Interleave(ns) => ns.iter().map(|&n| (n, 1)).collect(),
+            RangeOp::Weighted(ws) => ws.clone(),
+        };
+        let total: u32 = targets.iter().map(|t| t.1).sum();
+        for i in 0..r.npages {
+            // Page i goes to the node whose cumulative weight band holds i's position.
+            let pos = (i * u64::from(total) / r.npages) as u32;
+            let mut acc = 0;
+            let node = targets.iter().find(|t| {
+                acc += t.1;
+                pos < acc
+            });
+            let key = PageKey { app: r.app, vpn: r.start_vpn + i };
+            if let (Some(&(n, _)), Some(old)) = (node, w.pages.get(key)) {
+                w.regions[0].resident[old.ix()] -= 1;
+                w.regions[0].resident[n.ix()] += 1;
+                w.pages.insert(key, n);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_move_carried_out_is_not_planned_again_while_nothing_changes() {
+    // Private slices read hard enough that their homes would pass 90% of capacity: some are
+    // spread instead of going home. Once a plan is carried out, the same samples again must
+    // not plan the same move (it would move no page and keep the sampling from quieting).
+    let mut w = world(2048, 0);
+    let s = private_slices(400);
+    let mut p = Ptb::new(PtbParams { gate: 0.0, ..PtbParams::default() });
+    let mut done: Vec<(u64, RangeOp)> = Vec::new();
+    let mut spread_home = false;
+    for cycle in 0..8 {
+        let plan = p.decide(&snap(&w, &s, 1 << 20));
+        for r in &plan.ranges {
+            assert!(!done.contains(&(r.start_vpn, r.op.clone())), "cycle {cycle}: {r:?} again");
+            spread_home |= matches!(r.op, RangeOp::Weighted(_));
+            done.push((r.start_vpn, r.op.clone()));
+        }
+        apply_ranges(&mut w, &plan);
+    }
+    assert!(spread_home, "the scenario must spread a private chunk: {done:?}");
+}
