@@ -64,7 +64,7 @@ pub struct ManageArgs {
     /// Write the final statistics as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
-    /// Append every applied plan to this file as JSON lines (with the kernel node of each page move).
+    /// Append every applied plan to this file as JSON lines (every node a kernel node id).
     #[arg(long, value_name = "FILE")]
     pub plan_log: Option<PathBuf>,
     /// No per-cycle summary lines.
