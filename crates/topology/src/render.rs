@@ -8,7 +8,7 @@
 //! for scripts). Fields are only ever added under the same schema name; a field that changes
 //! meaning gets a new schema name. A saved `--json` output loads back as a machine file.
 
-use crate::machine::{End, Machine};
+use crate::machine::{End, Machine, ModelSource};
 use crate::matrix::{Matrix, MatrixSource};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -167,7 +167,15 @@ pub fn render_text(m: &Machine) -> String {
     let _ = writeln!(
         out,
         "  source: {src}{}; page {} B, cache line {} B",
-        if m.source.is_live() { " (this machine)" } else { " (a model: never used to move real processes)" },
+        match &m.source {
+            s if s.is_live() => " (this machine)",
+            // What `ptb_linux::live::adopt` does with a file given to `ptb run/attach/daemon`.
+            ModelSource::File { .. } => {
+                " (a machine file: where its nodes and CPUs match the machine ptb runs on, its bandwidth figures \
+                 are used; nodes and CPUs always come from /sys)"
+            }
+            _ => " (a model: never used to move real processes)",
+        },
         m.page_size,
         m.line_size
     );
@@ -332,6 +340,21 @@ mod tests {
         assert_eq!(j["schema"], JSON_SCHEMA);
         assert_eq!(j["summary"]["cpus"], 8);
         assert_eq!(j["summary"]["memory_only_nodes"], json!([2]));
+    }
+
+    /// The source line says what ptb does with the model: a machine file (as `ptb characterize`
+    /// writes) lends its bandwidth figures to `ptb run` where it matches; other models never move
+    /// real processes.
+    #[test]
+    fn the_source_line_says_what_a_model_is_used_for() {
+        let mut m = crate::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+        assert!(render_text(&m).contains("(a model: never used to move real processes)"));
+        m.source = ModelSource::File { path: "m.toml".into() };
+        let t = render_text(&m);
+        assert!(t.contains("machine file m.toml (a machine file: where its nodes and CPUs match"), "{t}");
+        assert!(!t.contains("never used to move"), "{t}");
+        m.source = ModelSource::Sysfs { root: "/".into() };
+        assert!(render_text(&m).contains("sysfs at / (this machine)"));
     }
 
     /// `format!("{s:<w$}")` panics for widths over 65,535: a machine file may name a group so.
