@@ -9,7 +9,6 @@ use ptb_linux::safety::{self, BalancingGuard};
 use ptb_linux::say;
 use ptb_linux::service::{self, ServiceMetrics, Setup};
 use ptb_policy::Params;
-use ptb_topology::Machine;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -38,16 +37,14 @@ pub fn run(a: Args) -> Result<()> {
         Some(arg) => {
             let m = ptb_topology::resolve(arg)
                 .with_context(|| format!("{}: daemon.machine `{arg}`", a.config.display()))?;
-            if ptb_linux::live::same_topology(&m, &live) {
-                Machine { source: live.source.clone(), ..m }
-            } else if dry_run {
-                m
-            } else {
-                bail!(
-                    "{}: daemon.machine `{arg}` does not describe this machine: a model of another machine never \
-                     drives real moves (set dry_run = true, or make the file here with `ptb characterize`)",
+            match ptb_linux::live::adopt(&m, &live) {
+                Ok(adopted) => adopted,
+                Err(_) if dry_run => m,
+                Err(why) => bail!(
+                    "{}: daemon.machine `{arg}` {why}, so it never drives real moves: only a machine file made \
+                     here with `ptb characterize` does, for its bandwidth figures (or set dry_run = true)",
                     a.config.display()
-                );
+                ),
             }
         }
     };

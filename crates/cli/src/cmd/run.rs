@@ -25,9 +25,9 @@ pub struct ManageArgs {
     /// Placement policy (see `ptb policies`).
     #[arg(short, long, default_value = "ptb")]
     pub policy: String,
-    /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its
-    /// topology must match this machine. Presets and other machines only work with --dry-run.
-    /// Default: this machine, from /sys.
+    /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its nodes and
+    /// CPUs must match this machine's, which ptb still reads from /sys. Presets, synthetic specs
+    /// and other machines' files only work with --dry-run. Default: this machine, from /sys.
     #[arg(short, long, value_name = "FILE")]
     pub machine: Option<String>,
     /// Decide and report, but move nothing.
@@ -131,20 +131,26 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
             let m = ptb_topology::resolve(arg).with_context(|| format!("loading machine `{arg}`"))?;
             if m.source.is_live() {
                 m
-            } else if ptb_linux::live::same_topology(&m, &live) {
-                say!("ptb: machine `{}` matches this machine's nodes and CPUs: using its Bandwidth Graph", m.name);
-                Machine { source: live.source.clone(), ..m }
-            } else if dry_run {
-                say!("ptb: machine `{}` is not this machine: dry run only", m.name);
-                m
             } else {
-                bail!(
-                    "machine `{}` does not describe this machine ({} nodes here, {} in the model): a preset or another \
-                     machine's model never drives real moves. Use --dry-run, or a machine file made here with `ptb characterize`",
-                    m.name,
-                    live.n_nodes(),
-                    m.n_nodes()
-                );
+                match ptb_linux::live::adopt(&m, &live) {
+                    Ok(adopted) => {
+                        say!(
+                            "ptb: machine file `{}` matches this machine's nodes and CPUs: using its bandwidth figures \
+                             (nodes and CPUs from /sys)",
+                            m.name
+                        );
+                        adopted
+                    }
+                    Err(why) if dry_run => {
+                        say!("ptb: machine `{}` {why}: dry run only", m.name);
+                        m
+                    }
+                    Err(why) => bail!(
+                        "machine `{}` {why}, so it never drives real moves. \
+                         Use --dry-run, or a machine file made here with `ptb characterize`",
+                        m.name
+                    ),
+                }
             }
         }
     };
