@@ -99,6 +99,17 @@ fn a_synthetic_spec_matching_this_machine_is_refused_without_dry_run() {
     assert!(marker.exists(), "with --dry-run the program runs");
 }
 
+/// A node the machine lacks is named with the machine's nodes as the README writes node lists,
+/// before anything starts, on every machine.
+#[test]
+fn a_node_this_machine_lacks_is_refused_with_its_nodes_listed() {
+    let out = ptb().args(["run", "--nodes", "999", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("node 999 does not exist here (nodes: 0"), "{err}");
+    assert!(!err.contains('['), "no Rust debug text: {err}");
+}
+
 #[test]
 fn roi_without_a_daemon_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

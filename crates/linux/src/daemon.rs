@@ -26,6 +26,7 @@ use ptb_policy::{
     SamplingRequest, Snapshot, StartContext, StartPlan,
 };
 use ptb_profile::Sample;
+use ptb_topology::render::plural;
 use ptb_topology::{Machine, NodeSet};
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -337,25 +338,25 @@ pub(crate) fn run_with(
                 merge(&mut s, &r);
                 if matches!(act, Act::DryRun(_)) {
                     say!(
-                        "{}: start (dry run): would pin {} threads and move {} pages ({} ranges)",
+                        "{}: start (dry run): would pin {} and move {} ({})",
                         cfg.label,
-                        r.threads_moved,
-                        r.pages_moved,
-                        r.ranges_applied
+                        plural(r.threads_moved, "thread", "threads"),
+                        plural(r.pages_moved, "page", "pages"),
+                        plural(r.ranges_applied, "range", "ranges")
                     );
                 } else {
                     say!(
-                        "{}: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
+                        "{}: start: {} pinned, {} moved{}, {} failed ({})",
                         cfg.label,
-                        r.threads_moved,
-                        r.pages_moved,
+                        plural(r.threads_moved, "thread", "threads"),
+                        plural(r.pages_moved, "page", "pages"),
                         if r.huge_pages_moved > 0 {
                             format!(" and {} huge pages", r.huge_pages_moved)
                         } else {
                             String::new()
                         },
                         r.failed(),
-                        r.ranges_applied
+                        plural(r.ranges_applied, "range", "ranges")
                     );
                 }
             }
@@ -546,7 +547,7 @@ pub(crate) fn run_with(
         Act::DryRun(_) => 0,
     };
     if restored > 0 {
-        say!("{label}: restored the original CPU affinity of {restored} threads");
+        say!("{label}: restored the original CPU affinity of {}", plural(restored as u64, "thread", "threads"));
     }
     if let Some(c) = &cfg.control {
         for t in &targets {

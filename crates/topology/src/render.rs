@@ -108,7 +108,8 @@ pub fn pad(s: &str, width: usize, left: bool) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+/// `1 node`, `4 nodes`: a count with its noun, for every message that counts.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -154,9 +155,9 @@ pub fn render_text(m: &Machine) -> String {
         out,
         "Machine {}: {}, {}, {}, {} memory{}",
         m.name,
-        plural(m.n_nodes(), "node", "nodes"),
-        plural(m.n_cpus(), "CPU", "CPUs"),
-        plural(m.groups.len(), "CPU group", "CPU groups"),
+        plural(m.n_nodes() as u64, "node", "nodes"),
+        plural(m.n_cpus() as u64, "CPU", "CPUs"),
+        plural(m.groups.len() as u64, "CPU group", "CPU groups"),
         human_bytes(mem),
         if memonly > 0 { format!(", {memonly} memory-only") } else { String::new() }
     );
@@ -264,7 +265,11 @@ fn render_links(m: &Machine, out: &mut String) {
         let _ = writeln!(out, "\nLinks: not known");
     } else {
         let asym = m.links.iter().filter(|l| l.gbps_ab != l.gbps_ba).count();
-        let _ = writeln!(out, "\nLinks ({}, {asym} asymmetric; GB/s each way)", plural(m.links.len(), "link", "links"));
+        let _ = writeln!(
+            out,
+            "\nLinks ({}, {asym} asymmetric; GB/s each way)",
+            plural(m.links.len() as u64, "link", "links")
+        );
         let mut rows = vec![vec!["link".into(), "a".into(), "b".into(), "width".into(), "a->b".into(), "b->a".into()]];
         for (i, l) in m.links.iter().enumerate() {
             let mut row = vec![
@@ -319,6 +324,18 @@ fn render_links(m: &Machine, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_naturally() {
+        assert_eq!(plural(1, "node", "nodes"), "1 node");
+        assert_eq!(plural(0, "node", "nodes"), "0 nodes");
+        assert_eq!(plural(4, "thread", "threads"), "4 threads");
+        let m = crate::synthetic::synthetic("nodes=1,cpus=1").unwrap();
+        assert!(render_text(&m).starts_with("Machine synthetic(nodes=1,cpus=1): 1 node, 1 CPU, 1 CPU group"));
+        assert_eq!(m.node_id_list(), "0");
+        let m = crate::presets::get("opteron6272-4n").unwrap();
+        assert_eq!(m.node_id_list(), "0, 2, 4, 6");
+    }
 
     #[test]
     fn sizes_read_naturally() {

@@ -1,6 +1,7 @@
 //! `ptb daemon --config /etc/ptb/ptb.toml`: the system-wide service (see
 //! `ptb_linux::service` for how it works and `ptb_linux::rules` for the config).
 
+use crate::common::plural;
 use anyhow::{bail, Context, Result};
 use ptb_linux::control;
 use ptb_linux::procfs::ProcRoot;
@@ -66,9 +67,9 @@ pub fn run(a: Args) -> Result<()> {
     service::check(&setup).map_err(anyhow::Error::msg)?;
     if a.check {
         println!(
-            "{}: {} rules, policy {} by default; configuration is valid",
+            "{}: {}, policy {} by default; configuration is valid",
             a.config.display(),
-            setup.config.rules.len(),
+            plural(setup.config.rules.len(), "rule", "rules"),
             setup.config.daemon.policy
         );
         return Ok(());
@@ -93,8 +94,8 @@ pub fn run(a: Args) -> Result<()> {
         say!("ptb daemon: metrics on http://{bound}/metrics (stats: /stats.json)");
     }
     say!(
-        "ptb daemon: {} rules from {}; scanning every {} ms{}",
-        setup.config.rules.len(),
+        "ptb daemon: {} from {}; scanning every {} ms{}",
+        plural(setup.config.rules.len(), "rule", "rules"),
         a.config.display(),
         setup.config.daemon.scan_ms,
         if setup.dry_run { " (dry run: nothing is moved)" } else { "" }

@@ -12,6 +12,7 @@ use ptb_linux::procfs::ProcRoot;
 use ptb_linux::safety::{self, BalancingGuard};
 use ptb_linux::say;
 use ptb_policy::{build, Policy, PolicySpec};
+use ptb_topology::render::plural;
 use ptb_topology::{Machine, NodeSet};
 use std::path::PathBuf;
 use std::process::Child;
@@ -99,12 +100,9 @@ pub fn parse_nodes(list: &str) -> Result<NodeSet> {
 pub fn dense_nodes(machine: &Machine, ids: &NodeSet) -> Result<NodeSet> {
     let mut dense = NodeSet::new();
     for id in ids.iter_raw() {
-        let ix = machine.node_idx(ptb_topology::NodeId(id)).with_context(|| {
-            format!(
-                "--nodes: node {id} does not exist here (nodes: {:?})",
-                machine.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()
-            )
-        })?;
+        let ix = machine
+            .node_idx(ptb_topology::NodeId(id))
+            .with_context(|| format!("--nodes: node {id} does not exist here (nodes: {})", machine.node_id_list()))?;
         dense.insert_raw(ix.0 as u32);
     }
     Ok(dense)
@@ -263,19 +261,23 @@ pub fn manage(
     let st = &out.stats;
     if st.dry_run {
         say!(
-            "ptb: dry run: {} cycles, {} samples ({} lost); would have moved {} threads and {} pages (nothing was moved)",
-            st.cycles, st.samples, st.samples_lost, st.threads_would_move, st.pages_would_move
+            "ptb: dry run: {}, {} ({} lost); would have moved {} and {} (nothing was moved)",
+            plural(st.cycles, "cycle", "cycles"),
+            plural(st.samples, "sample", "samples"),
+            st.samples_lost,
+            plural(st.threads_would_move, "thread", "threads"),
+            plural(st.pages_would_move, "page", "pages")
         );
     } else {
         say!(
-            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
-            st.cycles,
-            st.samples,
+            "ptb: {}, {} ({} lost), {} moved, {} moved{}, {} failed",
+            plural(st.cycles, "cycle", "cycles"),
+            plural(st.samples, "sample", "samples"),
             st.samples_lost,
-            st.threads_moved,
-            st.pages_moved,
+            plural(st.threads_moved, "thread", "threads"),
+            plural(st.pages_moved, "page", "pages"),
             if st.huge_pages_moved > 0 { format!(" and {} huge pages", st.huge_pages_moved) } else { String::new() },
-            st.pages_failed.values().sum::<u64>()
+            plural(st.pages_failed.values().sum::<u64>(), "page", "pages")
         );
     }
     if let Some(path) = &a.stats {
@@ -370,7 +372,7 @@ pub fn run(args: Args) -> Result<()> {
         let n = w.len();
         drop(w);
         if n > 0 {
-            say!("ptb: restored the kernel's weighted-interleave weights of {n} nodes");
+            say!("ptb: restored the kernel's weighted-interleave weights of {}", plural(n as u64, "node", "nodes"));
         }
     }
     std::process::exit(code)
