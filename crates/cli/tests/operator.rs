@@ -192,6 +192,22 @@ fn plan_prints_kernel_node_ids_and_no_debug_text() {
     ptb().args(["plan", "--trace"]).arg(&t).assert().success();
 }
 
+/// On one node there is nothing to place; with --json that is said in JSON, as `ptb compare
+/// --real --json` says there is nothing to compare (it printed plain text on stdout).
+#[test]
+fn plan_json_on_one_node_is_json() {
+    let d = tempfile::tempdir().unwrap();
+    let t = trace(d.path());
+    let out = ptb().args(["plan", "-m", "synthetic:nodes=1,cpus=2", "--json"]).arg(&t).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert!(v["nothing_to_place"].as_str().unwrap().contains("1 NUMA node"), "{v}");
+    assert_eq!(v["nodes"], serde_json::json!([0]));
+    assert!(text(&out.stderr).contains("(1 node)"), "{}", text(&out.stderr));
+    let out = ptb().args(["plan", "-m", "synthetic:nodes=1,cpus=2"]).arg(&t).output().unwrap();
+    assert!(text(&out.stdout).starts_with("nothing to place"), "{}", text(&out.stdout));
+}
+
 #[test]
 fn a_dry_run_says_would_everywhere_and_names_its_sample_source() {
     let d = tempfile::tempdir().unwrap();

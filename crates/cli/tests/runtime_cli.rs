@@ -66,6 +66,50 @@ fn unsafe_targets_and_presets_are_refused() {
     assert!(err.contains("never drives real moves") || err.contains("nothing to place"), "{err}");
 }
 
+/// This machine's CPUs per node as a synthetic spec would make them (`nodes=N,cpus=C`), if
+/// every node has the same count.
+fn cpus_per_node() -> usize {
+    let list = std::fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap_or_default();
+    list.trim()
+        .split(',')
+        .filter(|r| !r.is_empty())
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum::<usize>()
+        .max(1)
+}
+
+/// A synthetic spec (here: one with this machine's nodes and CPUs, which on a single-node
+/// machine matches it exactly) never moves a real process: without --dry-run ptb refuses it
+/// before the program starts (it used to run the program, managed with the spec's topology).
+#[test]
+fn a_synthetic_spec_matching_this_machine_is_refused_without_dry_run() {
+    let spec = format!("synthetic:nodes={},cpus={},dies=1", nodes(), cpus_per_node());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = ptb().args(["run", "-m", &spec, "--", "touch"]).arg(&marker).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("is a synthetic spec") && err.contains("never drives real moves"), "{err}");
+    assert!(!marker.exists(), "the program must not start");
+    let out = ptb().args(["run", "--dry-run", "-m", &spec, "--", "touch"]).arg(&marker).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(marker.exists(), "with --dry-run the program runs");
+}
+
+/// A node the machine lacks is named with the machine's nodes as the README writes node lists,
+/// before anything starts, on every machine.
+#[test]
+fn a_node_this_machine_lacks_is_refused_with_its_nodes_listed() {
+    let out = ptb().args(["run", "--nodes", "999", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("node 999 does not exist here (nodes: 0"), "{err}");
+    assert!(!err.contains('['), "no Rust debug text: {err}");
+}
+
 #[test]
 fn roi_without_a_daemon_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

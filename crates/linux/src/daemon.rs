@@ -26,6 +26,7 @@ use ptb_policy::{
     SamplingRequest, Snapshot, StartContext, StartPlan,
 };
 use ptb_profile::Sample;
+use ptb_topology::render::plural;
 use ptb_topology::{Machine, NodeSet};
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,72 +132,15 @@ pub struct Config {
     /// Print the per-cycle summary line on stderr.
     pub summary_lines: bool,
     pub stats: Arc<Mutex<Stats>>,
-    /// Append every applied plan here as a JSON line (`{"cycle", "unix_ms" (when the moves
-    /// ended), "plan", "page_moves": [[pid, vpn,
+    /// Append every applied plan here as a JSON line ([`crate::plan_log`]; every node a kernel
+    /// node id): `{"cycle", "unix_ms" (when the moves ended), "plan", "page_moves": [[pid, vpn,
     /// kernel node]], "page_failures": [[pid, vpn, "ENOENT"]], "huge_moves": [[pid, first vpn,
     /// kernel node, base pages]], "thp": {"migration_success", ...}, "thread_moves": [[tid, "cpu
-    /// list"]], "report"}`). With a real actuator the page moves are the base pages tried (ranges
+    /// list"]], "report"}`. With a real actuator the page moves are the base pages tried (ranges
     /// expanded, retries of earlier failures included), huge pages moved whole are in
     /// `huge_moves` (a failure names a huge page by its first vpn), and `thp` is the kernel's
     /// machine-wide count of huge-page migrations over the moves.
     pub plan_log: Option<std::path::PathBuf>,
-}
-
-fn log_plan(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report: &ApplyReport, act: &Act) {
-    let Some(path) = &cfg.plan_log else { return };
-    let journal = match act {
-        Act::Real(a) => a.journal(),
-        Act::DryRun(_) => None,
-    };
-    if plan.is_empty() && journal.is_none_or(|j| j.attempted.is_empty()) {
-        return;
-    }
-    // The real actuator's journal has the pages actually tried (ranges expanded, retries
-    // included) and which failed; a dry run logs the plan's own page moves.
-    let moves: Vec<(u32, u64, i64)> = match journal {
-        Some(j) => j.attempted.iter().map(|(p, v, n)| (*p, *v, i64::from(*n))).collect(),
-        None => plan.pages.iter().map(|p| (p.page.app, p.page.vpn, i64::from(m.node(p.to).id.0))).collect(),
-    };
-    let failures = journal.map(|j| j.failed.clone()).unwrap_or_default();
-    let huge = journal.map(|j| j.huge.clone()).unwrap_or_default();
-    let thp = journal.and_then(|j| j.thp).map(|t| {
-        serde_json::json!({ "migration_success": t.migration_success, "migration_fail": t.migration_fail,
-                            "migration_split": t.migration_split })
-    });
-    let threads: Vec<(u32, String)> = plan
-        .threads
-        .iter()
-        .map(|t| {
-            let cpus = match t.to {
-                ptb_policy::ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
-                ptb_policy::ThreadTarget::Preferred(n) => {
-                    format!("{} (once, preferred node)", m.node(n).cpus.to_list())
-                }
-                ptb_policy::ThreadTarget::Cpu(c) => c.0.to_string(),
-            };
-            (t.tid, cpus)
-        })
-        .collect();
-    let unix_ms =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let line = if journal.is_none() && matches!(act, Act::DryRun(_)) {
-        // Nothing was tried: the moves are what the plan asked for.
-        let r = serde_json::json!({ "threads_would_move": report.threads_moved, "pages_would_move": report.pages_moved,
-                                    "ranges": report.ranges_applied });
-        serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "dry_run": true, "plan": plan, "would_move_pages": moves,
-                            "would_move_threads": threads, "report": r })
-    } else {
-        serde_json::json!({ "cycle": cycle, "unix_ms": unix_ms, "plan": plan, "page_moves": moves, "page_failures": failures,
-                            "huge_moves": huge, "thp": thp, "lookup_s": journal.map(|j| j.lookup_s),
-                            "thread_moves": threads, "report": report })
-    };
-    // Not through a symlink, not into another user's file (a root ptb, a log path in /tmp).
-    let r = ptb_topology::input::create(path, "plan log", true)
-        .map_err(|e| e.to_string())
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).map_err(|e| e.to_string()));
-    if let Err(e) = r {
-        tracing::warn!(path = %path.display(), error = %e, "cannot write the plan log");
-    }
 }
 
 /// How the daemon ended.
@@ -389,30 +333,30 @@ pub(crate) fn run_with(
                     return Err(format!("applying the start plan: {e}"));
                 }
                 let r = out.report;
-                log_plan(cfg, machine, 0, &out.plan, &r, &act);
+                crate::plan_log::append(cfg, machine, 0, &out.plan, &r, &act);
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 merge(&mut s, &r);
                 if matches!(act, Act::DryRun(_)) {
                     say!(
-                        "{}: start (dry run): would pin {} threads and move {} pages ({} ranges)",
+                        "{}: start (dry run): would pin {} and move {} ({})",
                         cfg.label,
-                        r.threads_moved,
-                        r.pages_moved,
-                        r.ranges_applied
+                        plural(r.threads_moved, "thread", "threads"),
+                        plural(r.pages_moved, "page", "pages"),
+                        plural(r.ranges_applied, "range", "ranges")
                     );
                 } else {
                     say!(
-                        "{}: start: {} threads pinned, {} pages moved{}, {} failed ({} ranges)",
+                        "{}: start: {} pinned, {} moved{}, {} failed ({})",
                         cfg.label,
-                        r.threads_moved,
-                        r.pages_moved,
+                        plural(r.threads_moved, "thread", "threads"),
+                        plural(r.pages_moved, "page", "pages"),
                         if r.huge_pages_moved > 0 {
                             format!(" and {} huge pages", r.huge_pages_moved)
                         } else {
                             String::new()
                         },
                         r.failed(),
-                        r.ranges_applied
+                        plural(r.ranges_applied, "range", "ranges")
                     );
                 }
             }
@@ -522,7 +466,7 @@ pub(crate) fn run_with(
             if let Some(e) = &out.apply_error {
                 tracing::warn!(error = %e, "applying the plan failed (target gone?)");
             }
-            log_plan(cfg, machine, n, &out.plan, &out.report, &act);
+            crate::plan_log::append(cfg, machine, n, &out.plan, &out.report, &act);
         }
         let report = out.report;
         let changed = sampling.take_change();
@@ -603,7 +547,7 @@ pub(crate) fn run_with(
         Act::DryRun(_) => 0,
     };
     if restored > 0 {
-        say!("{label}: restored the original CPU affinity of {restored} threads");
+        say!("{label}: restored the original CPU affinity of {}", plural(restored as u64, "thread", "threads"));
     }
     if let Some(c) = &cfg.control {
         for t in &targets {

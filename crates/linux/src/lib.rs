@@ -38,6 +38,7 @@ pub mod observe;
 pub mod offline;
 pub mod pagemove;
 pub mod perf;
+pub mod plan_log;
 pub mod procfs;
 pub mod record;
 pub mod rules;

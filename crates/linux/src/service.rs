@@ -106,9 +106,9 @@ pub fn allowed_nodes(m: &Machine, list: Option<&str>) -> Result<NodeSet, String>
     let ids = NodeSet::parse_list(list).map_err(|e| e.to_string())?;
     let mut dense = NodeSet::new();
     for id in ids.iter_raw() {
-        let ix = m.node_idx(ptb_topology::NodeId(id)).ok_or_else(|| {
-            format!("node {id} does not exist here (nodes: {:?})", m.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>())
-        })?;
+        let ix = m
+            .node_idx(ptb_topology::NodeId(id))
+            .ok_or_else(|| format!("node {id} does not exist here (nodes: {})", m.node_id_list()))?;
         dense.insert_raw(ix.0 as u32);
     }
     if dense.is_empty() {
@@ -305,10 +305,10 @@ fn take(
         vec![("pid".into(), pid.to_string()), ("command".into(), f.comm.clone()), ("rule".into(), rule.name.clone())];
     metrics.programs.lock().unwrap_or_else(|e| e.into_inner()).insert(pid, (labels, stats.clone()));
     say!(
-        "ptb daemon: taking pid {pid} ({}, uid {}, {} threads, {} MiB): rule `{}`, policy {}, nodes {nodes}{}",
+        "ptb daemon: taking pid {pid} ({}, uid {}, {}, {} MiB): rule `{}`, policy {}, nodes {nodes}{}",
         f.comm,
         f.uid,
-        f.threads,
+        ptb_topology::render::plural(f.threads as u64, "thread", "threads"),
         f.rss_kib >> 10,
         rule.name,
         policy.name(),
@@ -346,6 +346,16 @@ fn take(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node list in a message reads as the README writes node lists (`0, 2, 4, 6`), never
+    /// as Rust debug text (`[0, 2, 4, 6]`).
+    #[test]
+    fn an_unknown_node_is_named_with_the_machines_kernel_ids() {
+        let m = ptb_topology::resolve("opteron6272-4n").unwrap();
+        let e = allowed_nodes(&m, Some("1")).unwrap_err();
+        assert_eq!(e, "node 1 does not exist here (nodes: 0, 2, 4, 6)");
+        assert_eq!(allowed_nodes(&m, Some("2,6")).unwrap().iter_raw().collect::<Vec<_>>(), [1, 3]);
+    }
 
     fn fake(root: &std::path::Path, pid: u32, name: &str, uid: u32, ppid: u32, threads: u32, rss_kb: u64) {
         let d = root.join(format!("proc/{pid}"));

@@ -401,11 +401,11 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
     let workload = Workload {
         name: opts.name.clone(),
         description: format!(
-            "fitted by `ptb model` from {} (pid {}, {} threads, {} objects, {} phase kind(s))",
+            "fitted by `ptb model` from {} (pid {}, {}, {}, {} phase kind(s))",
             rec.origin,
             rec.pid,
-            t,
-            objs.len(),
+            ptb_topology::render::plural(t as u64, "thread", "threads"),
+            ptb_topology::render::plural(objs.len() as u64, "object", "objects"),
             kinds
         ),
         source: format!(

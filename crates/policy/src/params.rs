@@ -128,7 +128,13 @@ impl Section<'_> {
     pub fn u64_in(&self, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, PolicyError> {
         let v: u64 = self.get(key, default)?;
         if v < lo || v > hi {
-            return Err(self.err(key, &self.origin(key), format!("{v} is outside {lo}..={hi}")));
+            // An upper bound that is the type's own is no bound a person needs to read.
+            let reason = if hi == u64::MAX {
+                format!("{v} is too small: it must be at least {lo}")
+            } else {
+                format!("{v} is outside {lo}..={hi}")
+            };
+            return Err(self.err(key, &self.origin(key), reason));
         }
         Ok(v)
     }
@@ -205,7 +211,10 @@ mod tests {
         assert!(e.contains("f.toml") && e.contains("[ptbb]"), "{e}");
         p.set_assignment("ptb.period=0").unwrap();
         let e = p.section("ptb").u64_in("period", 8192, 1, u64::MAX).unwrap_err().to_string();
-        assert!(e.contains("period") && e.contains("outside"), "{e}");
+        assert!(e.contains("period") && e.contains("must be at least 1"), "{e}");
+        assert!(!e.contains("18446744073709551615"), "no bound a person needs to read: {e}");
+        let e = p.section("ptb").u64_in("period", 8192, 1, 100).unwrap_err().to_string();
+        assert!(e.contains("0 is outside 1..=100"), "{e}");
         assert!(p.add_toml("x = 1", "f.toml").unwrap_err().to_string().contains("f.toml"));
     }
 }

@@ -266,6 +266,11 @@ impl Machine {
         self.nodes.iter().find(|n| n.id == id).map(|n| n.idx)
     }
 
+    /// The kernel node ids, as messages write a node list: `0, 2, 4, 6`.
+    pub fn node_id_list(&self) -> String {
+        self.nodes.iter().map(|n| n.id.0.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
     /// Nodes that have CPUs (threads can run there).
     pub fn cpu_nodes(&self) -> Vec<NodeIdx> {
         self.nodes.iter().filter(|n| n.has_cpus()).map(|n| n.idx).collect()

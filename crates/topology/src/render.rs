@@ -8,7 +8,7 @@
 //! for scripts). Fields are only ever added under the same schema name; a field that changes
 //! meaning gets a new schema name. A saved `--json` output loads back as a machine file.
 
-use crate::machine::{End, Machine};
+use crate::machine::{End, Machine, ModelSource};
 use crate::matrix::{Matrix, MatrixSource};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -108,7 +108,8 @@ pub fn pad(s: &str, width: usize, left: bool) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+/// `1 node`, `4 nodes`: a count with its noun, for every message that counts.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -154,9 +155,9 @@ pub fn render_text(m: &Machine) -> String {
         out,
         "Machine {}: {}, {}, {}, {} memory{}",
         m.name,
-        plural(m.n_nodes(), "node", "nodes"),
-        plural(m.n_cpus(), "CPU", "CPUs"),
-        plural(m.groups.len(), "CPU group", "CPU groups"),
+        plural(m.n_nodes() as u64, "node", "nodes"),
+        plural(m.n_cpus() as u64, "CPU", "CPUs"),
+        plural(m.groups.len() as u64, "CPU group", "CPU groups"),
         human_bytes(mem),
         if memonly > 0 { format!(", {memonly} memory-only") } else { String::new() }
     );
@@ -167,7 +168,15 @@ pub fn render_text(m: &Machine) -> String {
     let _ = writeln!(
         out,
         "  source: {src}{}; page {} B, cache line {} B",
-        if m.source.is_live() { " (this machine)" } else { " (a model: never used to move real processes)" },
+        match &m.source {
+            s if s.is_live() => " (this machine)",
+            // What `ptb_linux::live::adopt` does with a file given to `ptb run/attach/daemon`.
+            ModelSource::File { .. } => {
+                " (a machine file: where its nodes and CPUs match the machine ptb runs on, its bandwidth figures \
+                 are used; nodes and CPUs always come from /sys)"
+            }
+            _ => " (a model: never used to move real processes)",
+        },
         m.page_size,
         m.line_size
     );
@@ -256,7 +265,11 @@ fn render_links(m: &Machine, out: &mut String) {
         let _ = writeln!(out, "\nLinks: not known");
     } else {
         let asym = m.links.iter().filter(|l| l.gbps_ab != l.gbps_ba).count();
-        let _ = writeln!(out, "\nLinks ({}, {asym} asymmetric; GB/s each way)", plural(m.links.len(), "link", "links"));
+        let _ = writeln!(
+            out,
+            "\nLinks ({}, {asym} asymmetric; GB/s each way)",
+            plural(m.links.len() as u64, "link", "links")
+        );
         let mut rows = vec![vec!["link".into(), "a".into(), "b".into(), "width".into(), "a->b".into(), "b->a".into()]];
         for (i, l) in m.links.iter().enumerate() {
             let mut row = vec![
@@ -313,6 +326,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn counts_read_naturally() {
+        assert_eq!(plural(1, "node", "nodes"), "1 node");
+        assert_eq!(plural(0, "node", "nodes"), "0 nodes");
+        assert_eq!(plural(4, "thread", "threads"), "4 threads");
+        let m = crate::synthetic::synthetic("nodes=1,cpus=1").unwrap();
+        assert!(render_text(&m).starts_with("Machine synthetic(nodes=1,cpus=1): 1 node, 1 CPU, 1 CPU group"));
+        assert_eq!(m.node_id_list(), "0");
+        let m = crate::presets::get("opteron6272-4n").unwrap();
+        assert_eq!(m.node_id_list(), "0, 2, 4, 6");
+    }
+
+    #[test]
     fn sizes_read_naturally() {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(16 << 30), "16.0 GiB");
@@ -332,6 +357,21 @@ mod tests {
         assert_eq!(j["schema"], JSON_SCHEMA);
         assert_eq!(j["summary"]["cpus"], 8);
         assert_eq!(j["summary"]["memory_only_nodes"], json!([2]));
+    }
+
+    /// The source line says what ptb does with the model: a machine file (as `ptb characterize`
+    /// writes) lends its bandwidth figures to `ptb run` where it matches; other models never move
+    /// real processes.
+    #[test]
+    fn the_source_line_says_what_a_model_is_used_for() {
+        let mut m = crate::synthetic::synthetic("nodes=2,cpus=2").unwrap();
+        assert!(render_text(&m).contains("(a model: never used to move real processes)"));
+        m.source = ModelSource::File { path: "m.toml".into() };
+        let t = render_text(&m);
+        assert!(t.contains("machine file m.toml (a machine file: where its nodes and CPUs match"), "{t}");
+        assert!(!t.contains("never used to move"), "{t}");
+        m.source = ModelSource::Sysfs { root: "/".into() };
+        assert!(render_text(&m).contains("sysfs at / (this machine)"));
     }
 
     /// `format!("{s:<w$}")` panics for widths over 65,535: a machine file may name a group so.

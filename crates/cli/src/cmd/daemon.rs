@@ -1,6 +1,7 @@
 //! `ptb daemon --config /etc/ptb/ptb.toml`: the system-wide service (see
 //! `ptb_linux::service` for how it works and `ptb_linux::rules` for the config).
 
+use crate::common::plural;
 use anyhow::{bail, Context, Result};
 use ptb_linux::control;
 use ptb_linux::procfs::ProcRoot;
@@ -9,7 +10,6 @@ use ptb_linux::safety::{self, BalancingGuard};
 use ptb_linux::say;
 use ptb_linux::service::{self, ServiceMetrics, Setup};
 use ptb_policy::Params;
-use ptb_topology::Machine;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -38,16 +38,14 @@ pub fn run(a: Args) -> Result<()> {
         Some(arg) => {
             let m = ptb_topology::resolve(arg)
                 .with_context(|| format!("{}: daemon.machine `{arg}`", a.config.display()))?;
-            if ptb_linux::live::same_topology(&m, &live) {
-                Machine { source: live.source.clone(), ..m }
-            } else if dry_run {
-                m
-            } else {
-                bail!(
-                    "{}: daemon.machine `{arg}` does not describe this machine: a model of another machine never \
-                     drives real moves (set dry_run = true, or make the file here with `ptb characterize`)",
+            match ptb_linux::live::adopt(&m, &live) {
+                Ok(adopted) => adopted,
+                Err(_) if dry_run => m,
+                Err(why) => bail!(
+                    "{}: daemon.machine `{arg}` {why}, so it never drives real moves: only a machine file made \
+                     here with `ptb characterize` does, for its bandwidth figures (or set dry_run = true)",
                     a.config.display()
-                );
+                ),
             }
         }
     };
@@ -69,9 +67,9 @@ pub fn run(a: Args) -> Result<()> {
     service::check(&setup).map_err(anyhow::Error::msg)?;
     if a.check {
         println!(
-            "{}: {} rules, policy {} by default; configuration is valid",
+            "{}: {}, policy {} by default; configuration is valid",
             a.config.display(),
-            setup.config.rules.len(),
+            plural(setup.config.rules.len(), "rule", "rules"),
             setup.config.daemon.policy
         );
         return Ok(());
@@ -96,8 +94,8 @@ pub fn run(a: Args) -> Result<()> {
         say!("ptb daemon: metrics on http://{bound}/metrics (stats: /stats.json)");
     }
     say!(
-        "ptb daemon: {} rules from {}; scanning every {} ms{}",
-        setup.config.rules.len(),
+        "ptb daemon: {} from {}; scanning every {} ms{}",
+        plural(setup.config.rules.len(), "rule", "rules"),
         a.config.display(),
         setup.config.daemon.scan_ms,
         if setup.dry_run { " (dry run: nothing is moved)" } else { "" }

@@ -199,9 +199,9 @@ pub fn run(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.out.is_some() {
         println!(
-            "{} threads, {} objects, {} phase kind(s) x {} iteration(s), from {} of {} samples ({})",
-            f.threads.len(),
-            f.objects.len(),
+            "{}, {}, {} phase kind(s) x {} iteration(s), from {} of {} samples ({})",
+            crate::common::plural(f.threads.len(), "thread", "threads"),
+            crate::common::plural(f.objects.len(), "object", "objects"),
             f.phases.kinds,
             f.workload.iterations,
             f.samples_used,

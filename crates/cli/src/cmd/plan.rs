@@ -4,7 +4,7 @@
 //! Every node a person reads here is a kernel node id (as numactl and `ptb topology` show
 //! them); the policies' dense indices are translated on the way out, in text and in JSON.
 
-use crate::common::{check_params, join, ParamArgs};
+use crate::common::{check_params, join, plural, ParamArgs};
 use anyhow::{bail, Context, Result};
 use ptb_linux::offline::{self, AccessMap, OfflinePlan};
 use ptb_policy::{build, AllocPolicy, PolicySpec, RangeOp, ThreadTarget};
@@ -213,22 +213,31 @@ pub fn run(a: Args) -> Result<()> {
         None => trace.machine.clone(),
     };
     eprintln!(
-        "ptb plan: {} ({} {}, {} samples from {}), machine {} ({} nodes), policy {}",
+        "ptb plan: {} ({} {}, {} samples from {}), machine {} ({}), policy {}",
         path.display(),
         if trace.pids.len() == 1 { "pid" } else { "pids" },
         join(&trace.pids),
         trace.samples.len(),
         trace.source,
         m.name,
-        m.n_nodes(),
+        plural(m.n_nodes(), "node", "nodes"),
         a.policy
     );
     if m.n_nodes() < 2 {
-        println!(
+        let msg = format!(
             "nothing to place: machine {} has 1 NUMA node, so every access is local. Plan for another machine with \
              --machine NAME (see `ptb machines`).",
             m.name
         );
+        if a.json {
+            // Valid JSON as `ptb compare --real --json` gives it where there is nothing to compare.
+            let v = serde_json::json!({ "policy": a.policy, "machine": m.name,
+                                        "nodes": m.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>(),
+                                        "nothing_to_place": msg });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            println!("{msg}");
+        }
         return Ok(());
     }
     let spec: PolicySpec = a.policy.parse()?;
@@ -242,18 +251,18 @@ pub fn run(a: Args) -> Result<()> {
         return Ok(());
     }
     println!(
-        "start: new pages by {}; {} threads pinned (nodes by kernel id)",
+        "start: new pages by {}; {} pinned (nodes by kernel id)",
         describe_alloc(&m, &r.start.alloc),
-        r.start.threads.len()
+        plural(r.start.threads.len(), "thread", "threads")
     );
     for t in &r.start.threads {
         println!("  thread {} -> {}", t.tid, describe_target(&m, t.to));
     }
     println!(
-        "plan: {} thread moves, {} page moves, {} range actions{}",
-        r.plan.threads.len(),
-        r.plan.pages.len(),
-        r.plan.ranges.len(),
+        "plan: {}, {}, {}{}",
+        plural(r.plan.threads.len(), "thread move", "thread moves"),
+        plural(r.plan.pages.len(), "page move", "page moves"),
+        plural(r.plan.ranges.len(), "range action", "range actions"),
         r.refused.as_ref().map_or(String::new(), |e| format!(" (the daemon would refuse it: {e})"))
     );
     for t in &r.plan.threads {

@@ -84,12 +84,12 @@ pub fn run(a: Args) -> Result<()> {
     };
     let s = r?;
     ptb_linux::say!(
-        "ptb: recorded pid {pid} with {}: {} samples ({} lost), {} threads, {} placements{} -> {}",
+        "ptb: recorded pid {pid} with {}: {} ({} lost), {}, {}{} -> {}",
         s.source,
-        s.samples,
+        ptb_topology::render::plural(s.samples, "sample", "samples"),
         s.lost,
-        s.threads_seen,
-        s.placements,
+        ptb_topology::render::plural(s.threads_seen as u64, "thread", "threads"),
+        ptb_topology::render::plural(s.placements as u64, "placement", "placements"),
         if s.target_exited { ", target exited" } else { "" },
         a.out.display()
     );

@@ -12,6 +12,7 @@ use ptb_linux::procfs::ProcRoot;
 use ptb_linux::safety::{self, BalancingGuard};
 use ptb_linux::say;
 use ptb_policy::{build, Policy, PolicySpec};
+use ptb_topology::render::plural;
 use ptb_topology::{Machine, NodeSet};
 use std::path::PathBuf;
 use std::process::Child;
@@ -25,9 +26,9 @@ pub struct ManageArgs {
     /// Placement policy (see `ptb policies`).
     #[arg(short, long, default_value = "ptb")]
     pub policy: String,
-    /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its
-    /// topology must match this machine. Presets and other machines only work with --dry-run.
-    /// Default: this machine, from /sys.
+    /// Machine file with this machine's Bandwidth Graph (from `ptb characterize`); its nodes and
+    /// CPUs must match this machine's, which ptb still reads from /sys. Presets, synthetic specs
+    /// and other machines' files only work with --dry-run. Default: this machine, from /sys.
     #[arg(short, long, value_name = "FILE")]
     pub machine: Option<String>,
     /// Decide and report, but move nothing.
@@ -64,7 +65,7 @@ pub struct ManageArgs {
     /// Write the final statistics as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
-    /// Append every applied plan to this file as JSON lines (with the kernel node of each page move).
+    /// Append every applied plan to this file as JSON lines (every node a kernel node id).
     #[arg(long, value_name = "FILE")]
     pub plan_log: Option<PathBuf>,
     /// No per-cycle summary lines.
@@ -99,12 +100,9 @@ pub fn parse_nodes(list: &str) -> Result<NodeSet> {
 pub fn dense_nodes(machine: &Machine, ids: &NodeSet) -> Result<NodeSet> {
     let mut dense = NodeSet::new();
     for id in ids.iter_raw() {
-        let ix = machine.node_idx(ptb_topology::NodeId(id)).with_context(|| {
-            format!(
-                "--nodes: node {id} does not exist here (nodes: {:?})",
-                machine.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()
-            )
-        })?;
+        let ix = machine
+            .node_idx(ptb_topology::NodeId(id))
+            .with_context(|| format!("--nodes: node {id} does not exist here (nodes: {})", machine.node_id_list()))?;
         dense.insert_raw(ix.0 as u32);
     }
     Ok(dense)
@@ -131,20 +129,26 @@ pub fn prepare(a: &ManageArgs) -> Result<Option<Prepared>> {
             let m = ptb_topology::resolve(arg).with_context(|| format!("loading machine `{arg}`"))?;
             if m.source.is_live() {
                 m
-            } else if ptb_linux::live::same_topology(&m, &live) {
-                say!("ptb: machine `{}` matches this machine's nodes and CPUs: using its Bandwidth Graph", m.name);
-                Machine { source: live.source.clone(), ..m }
-            } else if dry_run {
-                say!("ptb: machine `{}` is not this machine: dry run only", m.name);
-                m
             } else {
-                bail!(
-                    "machine `{}` does not describe this machine ({} nodes here, {} in the model): a preset or another \
-                     machine's model never drives real moves. Use --dry-run, or a machine file made here with `ptb characterize`",
-                    m.name,
-                    live.n_nodes(),
-                    m.n_nodes()
-                );
+                match ptb_linux::live::adopt(&m, &live) {
+                    Ok(adopted) => {
+                        say!(
+                            "ptb: machine file `{}` matches this machine's nodes and CPUs: using its bandwidth figures \
+                             (nodes and CPUs from /sys)",
+                            m.name
+                        );
+                        adopted
+                    }
+                    Err(why) if dry_run => {
+                        say!("ptb: machine `{}` {why}: dry run only", m.name);
+                        m
+                    }
+                    Err(why) => bail!(
+                        "machine `{}` {why}, so it never drives real moves. \
+                         Use --dry-run, or a machine file made here with `ptb characterize`",
+                        m.name
+                    ),
+                }
             }
         }
     };
@@ -257,19 +261,23 @@ pub fn manage(
     let st = &out.stats;
     if st.dry_run {
         say!(
-            "ptb: dry run: {} cycles, {} samples ({} lost); would have moved {} threads and {} pages (nothing was moved)",
-            st.cycles, st.samples, st.samples_lost, st.threads_would_move, st.pages_would_move
+            "ptb: dry run: {}, {} ({} lost); would have moved {} and {} (nothing was moved)",
+            plural(st.cycles, "cycle", "cycles"),
+            plural(st.samples, "sample", "samples"),
+            st.samples_lost,
+            plural(st.threads_would_move, "thread", "threads"),
+            plural(st.pages_would_move, "page", "pages")
         );
     } else {
         say!(
-            "ptb: {} cycles, {} samples ({} lost), {} threads moved, {} pages moved{}, {} pages failed",
-            st.cycles,
-            st.samples,
+            "ptb: {}, {} ({} lost), {} moved, {} moved{}, {} failed",
+            plural(st.cycles, "cycle", "cycles"),
+            plural(st.samples, "sample", "samples"),
             st.samples_lost,
-            st.threads_moved,
-            st.pages_moved,
+            plural(st.threads_moved, "thread", "threads"),
+            plural(st.pages_moved, "page", "pages"),
             if st.huge_pages_moved > 0 { format!(" and {} huge pages", st.huge_pages_moved) } else { String::new() },
-            st.pages_failed.values().sum::<u64>()
+            plural(st.pages_failed.values().sum::<u64>(), "page", "pages")
         );
     }
     if let Some(path) = &a.stats {
@@ -364,7 +372,7 @@ pub fn run(args: Args) -> Result<()> {
         let n = w.len();
         drop(w);
         if n > 0 {
-            say!("ptb: restored the kernel's weighted-interleave weights of {n} nodes");
+            say!("ptb: restored the kernel's weighted-interleave weights of {}", plural(n as u64, "node", "nodes"));
         }
     }
     std::process::exit(code)
