@@ -46,8 +46,28 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The value after `name`, `default` when the option is absent; a missing or unreadable value
+/// ends the program (exit 2) naming the option, instead of running with the default.
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    let Some(i) = args.iter().position(|a| a == name) else { return default };
+    match args.get(i + 1).map(|v| (v, v.parse())) {
+        Some((_, Ok(v))) => v,
+        Some((v, Err(_))) => usage_error(&format!("{name}: '{v}' is not a valid value")),
+        None => usage_error(&format!("{name} needs a value")),
+    }
+}
+
+/// The usage line of the module docs.
+const USAGE: &str = "usage: ptb-testapp [--threads N] [--mb M] [--seconds S] [--crash-after S] [--dump FILE]
+       [--partition | --phases MS] [--parallel-init] [--pin] [--scatter]
+       [--refault-ms MS [--refault-parts K] [--refault-s S]] [--churn-kb K] [--thp] [--stop-file FILE]
+       ptb-testapp check-real JSON DIR [MAX_L1]
+       ptb-testapp check-plans PLANLOG DUMP
+(the program ptb's VM tests run under ptb; see crates/linux/src/bin/ptb-testapp.rs)";
+
+fn usage_error(msg: &str) -> ! {
+    eprintln!("ptb-testapp: {msg}\n{USAGE}");
+    std::process::exit(2);
 }
 
 fn checksum(data: &[u8]) -> u64 {
@@ -126,6 +146,10 @@ fn online_cpus() -> u32 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("check-plans") {
         std::process::exit(check_plans(&args[2..]));
     }
