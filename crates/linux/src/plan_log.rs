@@ -15,14 +15,9 @@ use crate::actuator::Journal;
 use crate::daemon::{Act, Config};
 use ptb_policy::{ApplyReport, Plan, RangeOp, SamplingRequest, ThreadTarget};
 use ptb_profile::{AppId, PageKey, Tid};
-use ptb_topology::{CpuId, Machine, NodeIdx};
+use ptb_topology::{CpuId, Machine};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// A node as people number it (a plan was validated, so every index exists).
-fn kid(m: &Machine, n: NodeIdx) -> u32 {
-    m.nodes.get(n.ix()).map_or(u32::from(n.0), |node| node.id.0)
-}
 
 /// [`Plan`]'s JSON with kernel node ids.
 #[derive(Serialize)]
@@ -78,13 +73,13 @@ fn logged_plan<'a>(m: &Machine, plan: &'a Plan) -> LoggedPlan<'a> {
         .map(|t| LoggedThreadMove {
             tid: t.tid,
             to: match t.to {
-                ThreadTarget::Node(n) => LoggedTarget::Node(kid(m, n)),
+                ThreadTarget::Node(n) => LoggedTarget::Node(m.kernel_id(n)),
                 ThreadTarget::Cpu(c) => LoggedTarget::Cpu(c),
-                ThreadTarget::Preferred(n) => LoggedTarget::Preferred(kid(m, n)),
+                ThreadTarget::Preferred(n) => LoggedTarget::Preferred(m.kernel_id(n)),
             },
         })
         .collect();
-    let pages = plan.pages.iter().map(|p| LoggedPageMove { page: p.page, to: kid(m, p.to) }).collect();
+    let pages = plan.pages.iter().map(|p| LoggedPageMove { page: p.page, to: m.kernel_id(p.to) }).collect();
     let ranges = plan
         .ranges
         .iter()
@@ -93,9 +88,9 @@ fn logged_plan<'a>(m: &Machine, plan: &'a Plan) -> LoggedPlan<'a> {
             start_vpn: r.start_vpn,
             npages: r.npages,
             op: match &r.op {
-                RangeOp::MoveTo(n) => LoggedOp::MoveTo(kid(m, *n)),
-                RangeOp::Interleave(ns) => LoggedOp::Interleave(ns.iter().map(|&n| kid(m, n)).collect()),
-                RangeOp::Weighted(ws) => LoggedOp::Weighted(ws.iter().map(|&(n, w)| (kid(m, n), w)).collect()),
+                RangeOp::MoveTo(n) => LoggedOp::MoveTo(m.kernel_id(*n)),
+                RangeOp::Interleave(ns) => LoggedOp::Interleave(ns.iter().map(|&n| m.kernel_id(n)).collect()),
+                RangeOp::Weighted(ws) => LoggedOp::Weighted(ws.iter().map(|&(n, w)| (m.kernel_id(n), w)).collect()),
             },
         })
         .collect();
@@ -120,7 +115,7 @@ fn line(
     // included) and which failed; a dry run logs the plan's own page moves.
     let moves: Vec<(u32, u64, i64)> = match journal {
         Some(j) => j.attempted.iter().map(|(p, v, n)| (*p, *v, i64::from(*n))).collect(),
-        None => plan.pages.iter().map(|p| (p.page.app, p.page.vpn, i64::from(kid(m, p.to)))).collect(),
+        None => plan.pages.iter().map(|p| (p.page.app, p.page.vpn, i64::from(m.kernel_id(p.to)))).collect(),
     };
     let failures = journal.map(|j| j.failed.clone()).unwrap_or_default();
     let huge = journal.map(|j| j.huge.clone()).unwrap_or_default();
@@ -178,6 +173,7 @@ pub(crate) fn append(cfg: &Config, m: &Machine, cycle: u64, plan: &Plan, report:
 mod tests {
     use super::*;
     use ptb_policy::{PageMove, RangeAction, ThreadMove};
+    use ptb_topology::NodeIdx;
 
     /// A plan on `opteron6272-4n` (kernel nodes 0, 2, 4, 6) naming dense nodes 1..3.
     fn plan() -> Plan {

@@ -266,6 +266,12 @@ impl Machine {
         self.nodes.iter().find(|n| n.id == id).map(|n| n.idx)
     }
 
+    /// The kernel's id of node `n` (as numactl and /sys number nodes; `opteron6272-4n`: 0, 2, 4,
+    /// 6), or `n`'s own index where the machine has no such node.
+    pub fn kernel_id(&self, n: NodeIdx) -> u32 {
+        self.nodes.get(n.ix()).map_or(u32::from(n.0), |node| node.id.0)
+    }
+
     /// The kernel node ids, as messages write a node list: `0, 2, 4, 6`.
     pub fn node_id_list(&self) -> String {
         self.nodes.iter().map(|n| n.id.0.to_string()).collect::<Vec<_>>().join(", ")

@@ -33,19 +33,14 @@ pub struct Args {
     pub params: ParamArgs,
 }
 
-/// A node as people number it.
-fn kid(m: &Machine, n: NodeIdx) -> u32 {
-    m.nodes.get(n.ix()).map_or(u32::from(n.0), |node| node.id.0)
-}
-
 /// `0,2,4` from dense indices.
 fn kids(m: &Machine, ns: &[NodeIdx]) -> String {
-    ns.iter().map(|&n| kid(m, n).to_string()).collect::<Vec<_>>().join(",")
+    ns.iter().map(|&n| m.kernel_id(n).to_string()).collect::<Vec<_>>().join(",")
 }
 
 /// `0:3,2:1` from dense (node, weight) pairs.
 fn kweights(m: &Machine, ws: &[(NodeIdx, u32)]) -> String {
-    ws.iter().map(|&(n, w)| format!("{}:{w}", kid(m, n))).collect::<Vec<_>>().join(",")
+    ws.iter().map(|&(n, w)| format!("{}:{w}", m.kernel_id(n))).collect::<Vec<_>>().join(",")
 }
 
 /// How new pages are placed, in words.
@@ -61,11 +56,11 @@ fn describe_target(m: &Machine, t: ThreadTarget) -> String {
     match t {
         ThreadTarget::Node(n) => {
             let cpus = m.nodes.get(n.ix()).map_or(String::new(), |node| format!(" (CPUs {})", node.cpus.to_list()));
-            format!("node {}{cpus}", kid(m, n))
+            format!("node {}{cpus}", m.kernel_id(n))
         }
-        ThreadTarget::Preferred(n) => format!("node {} (moved, left unpinned, its preferred node)", kid(m, n)),
+        ThreadTarget::Preferred(n) => format!("node {} (moved, left unpinned, its preferred node)", m.kernel_id(n)),
         ThreadTarget::Cpu(c) => match m.node_of_cpu(c) {
-            Some(n) => format!("CPU {} (node {})", c.0, kid(m, n)),
+            Some(n) => format!("CPU {} (node {})", c.0, m.kernel_id(n)),
             None => format!("CPU {}", c.0),
         },
     }
@@ -73,7 +68,7 @@ fn describe_target(m: &Machine, t: ThreadTarget) -> String {
 
 fn describe_op(m: &Machine, op: &RangeOp) -> String {
     match op {
-        RangeOp::MoveTo(n) => format!("move to node {}", kid(m, *n)),
+        RangeOp::MoveTo(n) => format!("move to node {}", m.kernel_id(*n)),
         RangeOp::Interleave(ns) => format!("interleave over nodes {}", kids(m, ns)),
         RangeOp::Weighted(ws) => format!("weighted interleave, node:weight {}", kweights(m, ws)),
     }
@@ -88,7 +83,7 @@ fn print_map(m: &Machine, title: &str, a: &AccessMap) {
     println!("{head}{:>9}", "?");
     for (i, row) in a.counts.iter().enumerate() {
         let cells: String = row.iter().map(|c| format!("{c:>9}")).collect();
-        println!("  {:<6}{cells}", kid(m, NodeIdx(i as u16)));
+        println!("  {:<6}{cells}", m.kernel_id(NodeIdx(i as u16)));
     }
     println!("  local: {:.1}% of accesses to pages of known node", 100.0 * a.local_fraction());
 }
@@ -154,9 +149,11 @@ struct RangeJson {
 fn thread_json(m: &Machine, t: &ptb_policy::ThreadMove) -> ThreadJson {
     match t.to {
         ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
-            ThreadJson { tid: t.tid, node: Some(kid(m, n)), cpu: None }
+            ThreadJson { tid: t.tid, node: Some(m.kernel_id(n)), cpu: None }
         }
-        ThreadTarget::Cpu(c) => ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| kid(m, n)), cpu: Some(c.0) },
+        ThreadTarget::Cpu(c) => {
+            ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| m.kernel_id(n)), cpu: Some(c.0) }
+        }
     }
 }
 
@@ -167,10 +164,10 @@ fn to_json<'a>(m: &'a Machine, r: &'a OfflinePlan) -> PlanJson<'a> {
         .iter()
         .map(|g| {
             let (op, nodes, weights) = match &g.op {
-                RangeOp::MoveTo(n) => ("move-to", vec![kid(m, *n)], vec![]),
-                RangeOp::Interleave(ns) => ("interleave", ns.iter().map(|&n| kid(m, n)).collect(), vec![]),
+                RangeOp::MoveTo(n) => ("move-to", vec![m.kernel_id(*n)], vec![]),
+                RangeOp::Interleave(ns) => ("interleave", ns.iter().map(|&n| m.kernel_id(n)).collect(), vec![]),
                 RangeOp::Weighted(ws) => {
-                    ("weighted", ws.iter().map(|&(n, _)| kid(m, n)).collect(), ws.iter().map(|w| w.1).collect())
+                    ("weighted", ws.iter().map(|&(n, _)| m.kernel_id(n)).collect(), ws.iter().map(|w| w.1).collect())
                 }
             };
             RangeJson { app: g.app, start_vpn: g.start_vpn, npages: g.npages, op, nodes, weights }
@@ -192,7 +189,7 @@ fn to_json<'a>(m: &'a Machine, r: &'a OfflinePlan) -> PlanJson<'a> {
                 .plan
                 .pages
                 .iter()
-                .map(|p| PageJson { app: p.page.app, vpn: p.page.vpn, node: kid(m, p.to) })
+                .map(|p| PageJson { app: p.page.app, vpn: p.page.vpn, node: m.kernel_id(p.to) })
                 .collect(),
             ranges,
         },
