@@ -139,10 +139,8 @@ pub fn join<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String 
     items.into_iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// `1 workload`, `3 workloads`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+/// `1 workload`, `3 workloads` (the topology crate's, which every message shares).
+pub use ptb_topology::render::plural;
 
 /// Check parameters that name nodes against the machine (kernel node ids, as `--nodes` and
 /// numactl take them), so a typo is refused before a run rather than silently dropped.

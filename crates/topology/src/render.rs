@@ -108,9 +108,12 @@ pub fn pad(s: &str, width: usize, left: bool) -> String {
     }
 }
 
-/// `1 node`, `4 nodes`: a count with its noun, for every message that counts.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+/// `1 node`, `4 nodes`: a count (of any integer type) with its noun, for every message that
+/// counts.
+pub fn plural(n: impl std::fmt::Display, one: &str, many: &str) -> String {
+    let n = n.to_string();
+    let noun = if n == "1" { one } else { many };
+    format!("{n} {noun}")
 }
 
 /// How a link end reads in the text view: `g3 (P3)` or `memory of node 4`.
