@@ -66,20 +66,23 @@ pub fn same_topology(a: &Machine, b: &Machine) -> bool {
 /// The first difference between a model's nodes and CPUs and this machine's (`live`), in
 /// words: `this machine has 2 CPUs, the model 4`; `None` when they are the same.
 pub fn mismatch(model: &Machine, live: &Machine) -> Option<String> {
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    let ids = |m: &Machine| m.nodes.iter().map(|n| n.id.0.to_string()).collect::<Vec<_>>().join(",");
+    use ptb_topology::render::plural;
     if model.n_nodes() != live.n_nodes() {
         return Some(format!(
             "this machine has {}, the model {}",
-            plural(live.n_nodes(), "NUMA node"),
+            plural(live.n_nodes(), "NUMA node", "NUMA nodes"),
             model.n_nodes()
         ));
     }
-    if ids(model) != ids(live) {
-        return Some(format!("this machine's nodes are {}, the model's {}", ids(live), ids(model)));
+    if model.node_id_list() != live.node_id_list() {
+        return Some(format!("this machine's nodes are {}, the model's {}", live.node_id_list(), model.node_id_list()));
     }
     if model.n_cpus() != live.n_cpus() {
-        return Some(format!("this machine has {}, the model {}", plural(live.n_cpus(), "CPU"), model.n_cpus()));
+        return Some(format!(
+            "this machine has {}, the model {}",
+            plural(live.n_cpus(), "CPU", "CPUs"),
+            model.n_cpus()
+        ));
     }
     for (x, y) in model.nodes.iter().zip(&live.nodes) {
         if x.cpus != y.cpus {
