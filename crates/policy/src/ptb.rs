@@ -551,8 +551,7 @@ impl Ptb {
             // its target puts it (a private chunk spread off its overloaded home, spread
             // again). Planned anyway, it was asked for every cycle and kept the sampling from
             // quieting.
-            let moving: f64 = 1.0 - c.from.iter().zip(&to).map(|(a, b)| a.min(*b)).sum::<f64>();
-            if moving * (c.range.npages as f64) < 1.0 {
+            if model::moved_share(&c.from, &to) * (c.range.npages as f64) < 1.0 {
                 continue;
             }
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);

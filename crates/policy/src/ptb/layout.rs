@@ -377,7 +377,6 @@ impl Ptb {
         let share = |set: &[NodeIdx], q: &[usize], n: NodeIdx| {
             sorted(set).iter().zip(q).find(|x| *x.0 == n).map_or(0.0, |x| *x.1 as f64)
         };
-        let overlap = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x.min(*y)).sum::<f64>();
         let mut pages = 0.0;
         let keys: Vec<ChunkKey> =
             self.table.keys_by_weight(super::params::MIN_SAMPLES).into_iter().filter(|k| k.app == app).collect();
@@ -392,8 +391,9 @@ impl Ptb {
                 }
                 None => (Target::Spread, Target::Spread, 1.0),
             };
-            let move_now = 1.0 - overlap(&from, &model::target_shares(now_t, &w_from, spill, nn));
-            let move_new = stay * (1.0 - overlap(&from, &model::target_shares(new_t, &w_to, spill, nn))) + (1.0 - stay);
+            let move_now = model::moved_share(&from, &model::target_shares(now_t, &w_from, spill, nn));
+            let move_new =
+                stay * model::moved_share(&from, &model::target_shares(new_t, &w_to, spill, nn)) + (1.0 - stay);
             pages += (move_new - move_now).max(0.0) * r.npages as f64;
         }
         pages * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))

@@ -166,6 +166,12 @@ pub fn current_shares(c: &ChunkState, resident: &[f64]) -> Vec<f64> {
     }
 }
 
+/// The share of a chunk's pages that must move to go from the node shares `from` to `to`: what
+/// does not stay where both put it.
+pub fn moved_share(from: &[f64], to: &[f64]) -> f64 {
+    1.0 - from.iter().zip(to).map(|(a, b)| a.min(*b)).sum::<f64>()
+}
+
 /// Cost of moving a chunk of `npages` from `resident` shares to the target, in ns.
 pub fn cost_ns(
     m: &Machine,
@@ -176,8 +182,7 @@ pub fn cost_ns(
     spill: &[Vec<f64>],
 ) -> f64 {
     let tgt = target_shares(t, weights, spill, m.n_nodes());
-    let stay: f64 = resident.iter().zip(&tgt).map(|(a, b)| a.min(*b)).sum();
-    let moved = npages as f64 * (1.0 - stay).max(0.0);
+    let moved = npages as f64 * moved_share(resident, &tgt).max(0.0);
     moved * (m.costs.page_us * 1e3 + m.page_size as f64 / m.costs.copy_gbps.max(0.01))
 }
 
