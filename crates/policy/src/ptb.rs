@@ -379,7 +379,9 @@ impl Ptb {
     ) -> Vec<RangeAction> {
         let m = snap.machine;
         let nn = m.n_nodes();
-        let load = model::LoadModel::new(snap, demand);
+        let mut load = model::LoadModel::new(snap, demand);
+        // The paths' queue as far as the samples' latency shows it ([`model`]).
+        load.calibrate_paths(&measured_latency_ns(snap));
         let p = self.p.clone();
         // Where local bandwidth is close to remote, a private chunk gains little at home and a
         // node full of them becomes a hot spot: every chunk is spread instead.
