@@ -476,4 +476,28 @@ mod tests {
         assert!(saving(&nominal) > 8.0 * SERVICE_NS);
         assert!(saving(&none) < SERVICE_NS, "{}", saving(&none));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn path_scales_stay_between_none_and_all_and_latencies_stay_finite(
+            loads in proptest::collection::vec(0.0f64..4e8, 64),
+            measured in proptest::collection::vec(proptest::option::of(0.0f64..10_000.0), 8),
+        ) {
+            let m = ptb_topology::presets::get("opteron6272-8n").unwrap();
+            let nn = m.n_nodes();
+            let per_path: Vec<Vec<f64>> = loads.chunks(nn).map(|r| r.to_vec()).collect();
+            let per_node: Vec<f64> = (0..nn).map(|d| per_path.iter().map(|r| r[d]).sum()).collect();
+            let mut l = LoadModel::for_machine(&m, &Demand { per_node, per_path, share: 0.0 });
+            let nominal = l.loaded(&l.acc, &l.path);
+            l.calibrate_paths(&measured);
+            let scaled = l.loaded(&l.acc, &l.path);
+            for s in 0..nn {
+                proptest::prop_assert!((0.0..=1.0).contains(&l.path_scale[s]), "{:?}", l.path_scale);
+                for d in 0..nn {
+                    let x = scaled[s][d];
+                    proptest::prop_assert!(x.is_finite() && x >= l.idle[s][d] - 1e-9 && x <= nominal[s][d] + 1e-9, "{x}");
+                }
+            }
+        }
+    }
 }
