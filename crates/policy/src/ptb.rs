@@ -538,6 +538,13 @@ impl Ptb {
         let mut out = Vec::new();
         for c in cands {
             let to = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
+            // A move that would move less than a page is no move: the chunk is already where
+            // its target puts it (a private chunk spread off its overloaded home, spread
+            // again). Planned anyway, it was asked for every cycle and kept the sampling from
+            // quieting.
+            if model::moved_share(&c.from, &to) * (c.range.npages as f64) < 1.0 {
+                continue;
+            }
             // Where the chunk's accesses would still cross a resource near saturation, they are
             // bandwidth-bound: a shorter distance does not make them faster, only less queueing
             // does. Elsewhere they are latency-bound and the whole loaded latency counts.
@@ -549,13 +556,6 @@ impl Ptb {
                 * (pace::Pace::weighted_latency(w, now, &c.src, &c.from)
                     - pace::Pace::weighted_latency(w, later, &c.src, &to))
                 / self.mlp.mlp(c.key.app);
-            // A move that would move less than a page is no move: the chunk is already where
-            // its target puts it (a private chunk spread off its overloaded home, spread
-            // again). Planned anyway, it was asked for every cycle and kept the sampling from
-            // quieting.
-            if model::moved_share(&c.from, &to) * (c.range.npages as f64) < 1.0 {
-                continue;
-            }
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;
