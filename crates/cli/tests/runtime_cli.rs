@@ -70,15 +70,7 @@ fn unsafe_targets_and_presets_are_refused() {
 /// every node has the same count.
 fn cpus_per_node() -> usize {
     let list = std::fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap_or_default();
-    list.trim()
-        .split(',')
-        .filter(|r| !r.is_empty())
-        .map(|r| match r.split_once('-') {
-            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
-            None => 1,
-        })
-        .sum::<usize>()
-        .max(1)
+    ptb_topology::CpuSet::parse_list(&list).map_or(1, |s| s.len()).max(1)
 }
 
 /// A synthetic spec (here: one with this machine's nodes and CPUs, which on a single-node

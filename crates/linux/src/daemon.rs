@@ -547,7 +547,7 @@ pub(crate) fn run_with(
         Act::DryRun(_) => 0,
     };
     if restored > 0 {
-        say!("{label}: restored the original CPU affinity of {}", plural(restored as u64, "thread", "threads"));
+        say!("{label}: restored the original CPU affinity of {}", plural(restored, "thread", "threads"));
     }
     if let Some(c) = &cfg.control {
         for t in &targets {

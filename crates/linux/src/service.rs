@@ -308,7 +308,7 @@ fn take(
         "ptb daemon: taking pid {pid} ({}, uid {}, {}, {} MiB): rule `{}`, policy {}, nodes {nodes}{}",
         f.comm,
         f.uid,
-        ptb_topology::render::plural(f.threads as u64, "thread", "threads"),
+        ptb_topology::render::plural(f.threads, "thread", "threads"),
         f.rss_kib >> 10,
         rule.name,
         policy.name(),

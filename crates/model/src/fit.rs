@@ -404,8 +404,8 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
             "fitted by `ptb model` from {} (pid {}, {}, {}, {} phase kind(s))",
             rec.origin,
             rec.pid,
-            ptb_topology::render::plural(t as u64, "thread", "threads"),
-            ptb_topology::render::plural(objs.len() as u64, "object", "objects"),
+            ptb_topology::render::plural(t, "thread", "threads"),
+            ptb_topology::render::plural(objs.len(), "object", "objects"),
             kinds
         ),
         source: format!(

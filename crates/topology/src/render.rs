@@ -158,9 +158,9 @@ pub fn render_text(m: &Machine) -> String {
         out,
         "Machine {}: {}, {}, {}, {} memory{}",
         m.name,
-        plural(m.n_nodes() as u64, "node", "nodes"),
-        plural(m.n_cpus() as u64, "CPU", "CPUs"),
-        plural(m.groups.len() as u64, "CPU group", "CPU groups"),
+        plural(m.n_nodes(), "node", "nodes"),
+        plural(m.n_cpus(), "CPU", "CPUs"),
+        plural(m.groups.len(), "CPU group", "CPU groups"),
         human_bytes(mem),
         if memonly > 0 { format!(", {memonly} memory-only") } else { String::new() }
     );
@@ -268,11 +268,7 @@ fn render_links(m: &Machine, out: &mut String) {
         let _ = writeln!(out, "\nLinks: not known");
     } else {
         let asym = m.links.iter().filter(|l| l.gbps_ab != l.gbps_ba).count();
-        let _ = writeln!(
-            out,
-            "\nLinks ({}, {asym} asymmetric; GB/s each way)",
-            plural(m.links.len() as u64, "link", "links")
-        );
+        let _ = writeln!(out, "\nLinks ({}, {asym} asymmetric; GB/s each way)", plural(m.links.len(), "link", "links"));
         let mut rows = vec![vec!["link".into(), "a".into(), "b".into(), "width".into(), "a->b".into(), "b->a".into()]];
         for (i, l) in m.links.iter().enumerate() {
             let mut row = vec![

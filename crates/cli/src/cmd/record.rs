@@ -86,10 +86,10 @@ pub fn run(a: Args) -> Result<()> {
     ptb_linux::say!(
         "ptb: recorded pid {pid} with {}: {} ({} lost), {}, {}{} -> {}",
         s.source,
-        ptb_topology::render::plural(s.samples, "sample", "samples"),
+        crate::common::plural(s.samples, "sample", "samples"),
         s.lost,
-        ptb_topology::render::plural(s.threads_seen as u64, "thread", "threads"),
-        ptb_topology::render::plural(s.placements as u64, "placement", "placements"),
+        crate::common::plural(s.threads_seen, "thread", "threads"),
+        crate::common::plural(s.placements, "placement", "placements"),
         if s.target_exited { ", target exited" } else { "" },
         a.out.display()
     );

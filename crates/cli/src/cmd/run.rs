@@ -372,7 +372,7 @@ pub fn run(args: Args) -> Result<()> {
         let n = w.len();
         drop(w);
         if n > 0 {
-            say!("ptb: restored the kernel's weighted-interleave weights of {}", plural(n as u64, "node", "nodes"));
+            say!("ptb: restored the kernel's weighted-interleave weights of {}", plural(n, "node", "nodes"));
         }
     }
     std::process::exit(code)
