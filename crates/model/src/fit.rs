@@ -368,6 +368,7 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
             threads: None,
             thread_work: uneven.then_some(tw),
             access,
+            spin: None,
         });
     }
     notes.push(intensity_note);

@@ -40,6 +40,10 @@ pub(crate) struct Job {
     /// Probability that a sample is a DRAM access, and that it is a store.
     pub dram: f64,
     pub writes: f64,
+    /// Probability that a sample is a load of a pipeline's spin loop, a cache hit on the first
+    /// page of object `spin_obj` ([`crate::layout::SpinSite`]); 0 for samplers of DRAM accesses.
+    pub spin: f64,
+    pub spin_obj: usize,
     pub take: u64,
     /// Time of the first sample is `t0 + step / 2`, samples `step` apart.
     pub t0: f64,
@@ -123,6 +127,23 @@ impl Drawer {
             for i in 0..job.take {
                 let rng = &mut self.rng;
                 let dram = job.dram >= 1.0 || rng.random::<f64>() < job.dram;
+                if !dram && job.spin > 0.0 && rng.random::<f64>() * (1.0 - job.dram) < job.spin {
+                    if let Some(o) = l.objects.get(job.spin_obj) {
+                        let addr = o.start_vpn * ps + rng.random_range(0..lines_per_page) * line;
+                        self.samples.push(Sample {
+                            app: job.app,
+                            tid: job.tid,
+                            cpu: job.cpu,
+                            addr,
+                            kind: SampleKind::Load,
+                            time_ns: (job.t0 + (i as f64 + 0.5) * job.step) as u64,
+                            data_src: Some(data_src[0][0]),
+                            latency_ns: None,
+                            phys: None,
+                        });
+                        continue;
+                    }
+                }
                 let write = job.writes > 0.0 && rng.random::<f64>() < job.writes;
                 let Some(p) = pick(pieces, write, rng.random::<f64>(), totals[usize::from(write)])
                     .or_else(|| pick(pieces, !write, 0.5, totals[usize::from(!write)]))

@@ -347,7 +347,12 @@ impl Run<'_> {
             let node = self.node_of(t);
             let app = self.sim.layout.threads[t].app;
             let la = &self.sim.layout.apps[app];
-            let ws = la.phases[la.sequence[self.apps[app].cur.min(la.sequence.len() - 1)]].write_share;
+            let ph = &la.phases[la.sequence[self.apps[app].cur.min(la.sequence.len() - 1)]];
+            let ws = ph.write_share;
+            // A pipeline's spin-wait: that share of the thread's time it runs the spin loop on
+            // the page holding the flags (a time-based sampler's ops land there).
+            let (spin_node, spin) =
+                ph.spin.and_then(|s| Some((self.objs[s.object].get(0)?, s.share))).unwrap_or((usize::MAX, 0.0));
             let rt = &mut self.threads[t];
             if !rt.working {
                 continue;
@@ -378,7 +383,8 @@ impl Run<'_> {
                 for n in 0..nn {
                     let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
                     self.acc.access[node * nn + n] += lines * share;
-                    self.acc.access_time[node * nn + n] += run * share;
+                    self.acc.access_time[node * nn + n] +=
+                        run * share * (1.0 - spin) + if n == spin_node { run * spin } else { 0.0 };
                 }
                 self.acc.app_lines[app] += lines;
             }

@@ -97,6 +97,17 @@ pub struct CompiledPhase {
     /// Work multiplier of each app thread (mean 1 over the app's threads; all 1 unless the
     /// phase gives `thread_work`).
     pub thread_work: Vec<f64>,
+    /// Where and how much the phase's threads spin ([`crate::workload::Spin`]).
+    #[serde(default)]
+    pub spin: Option<SpinSite>,
+}
+
+/// A pipelined phase's spin-wait, resolved: the object holding the flags and the share of the
+/// phase's time (and memory ops) each thread spends spinning on them.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct SpinSite {
+    pub object: usize,
+    pub share: f64,
 }
 
 impl CompiledPhase {
@@ -219,6 +230,10 @@ impl Layout {
                         })
                     })
                     .collect::<Result<Vec<_>, SimError>>()?;
+                let spin = p.spin.as_ref().map(|sp| SpinSite {
+                    object: first_object + w.objects.iter().position(|o| o.name == sp.object).unwrap_or(0),
+                    share: sp.share(active.iter().filter(|a| **a).count()),
+                });
                 phases.push(CompiledPhase {
                     name: p.name.clone(),
                     work_instr: p.work_ginstr * 1e9 * duration_scale,
@@ -231,6 +246,7 @@ impl Layout {
                     has_stream: access.iter().any(|x| x.pattern == Pattern::Stream),
                     access,
                     thread_work,
+                    spin,
                 });
             }
             let sequence = (0..w.iterations).flat_map(|_| 0..w.phases.len()).collect();

@@ -122,6 +122,12 @@ impl Run<'_> {
             let app = &l.apps[th.app];
             let ph = &app.phases[app.sequence[self.apps[th.app].cur]];
             let dr = draw(event, rt.rate.instr_per_ns * run_ns, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
+            // An op sampler tags the spin loop's loads too (cache hits, part of the memory ops).
+            let spin = match (event, ph.spin) {
+                (SampledEvent::Ops | SampledEvent::Cycles, Some(s)) => s.share.min(1.0 - dr.dram).max(0.0),
+                _ => 0.0,
+            };
+            let spin_obj = ph.spin.map_or(usize::MAX, |s| s.object);
             let x = dr.events / period + rt.sample_carry;
             let k = x.floor();
             rt.sample_carry = x - k;
@@ -160,6 +166,8 @@ impl Run<'_> {
                 lat: lat0..batch.lat.len(),
                 dram: dr.dram,
                 writes: dr.writes,
+                spin,
+                spin_obj,
                 take,
                 t0: t0 + (dt - run_ns),
                 step: run_ns / take as f64,

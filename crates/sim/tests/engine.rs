@@ -347,3 +347,92 @@ access = [{ object = "data", pattern = "uniform" }]
         assert!(remote > local + 10.0, "a thread's remote loads report more than its local ones: {local} vs {remote}");
     }
 }
+
+#[test]
+fn a_pipelines_spin_wait_is_seen_by_op_samplers_on_the_flags_page_and_costs_no_memory_traffic() {
+    // Eight threads, a pipeline of 28 stages: each waits 7 / 35 = 20% of the phase spinning on
+    // the flags, first touched by thread 0 on the first node; the data is spread by parallel
+    // first touch.
+    const PIPE: &str = r#"
+name = "pipe"
+threads = 8
+[[object]]
+name = "data"
+size_mib = 32
+init = "parallel"
+[[object]]
+name = "flags"
+size_mib = 0.00390625
+init = "thread:0"
+[[phase]]
+name = "sweep"
+work_ginstr = 0.3
+apki = 20
+mlp = 2
+access = [{ object = "data", pattern = "uniform" }]
+spin = { object = "flags", stages = 28 }
+"#;
+    use ptb_profile::datasrc::{decode, MemLevel};
+    use std::sync::{Arc, Mutex};
+    /// Samples on the flags page (all of them cache hits?), and samples in all.
+    #[derive(Default)]
+    struct Count {
+        flags: u64,
+        flags_not_cache: u64,
+        all: u64,
+    }
+    struct Ops(ptb_policy::SampledEvent, Arc<Mutex<Count>>, u64);
+    impl Policy for Ops {
+        fn name(&self) -> String {
+            "ops".into()
+        }
+        fn start(&mut self, _: &StartContext) -> StartPlan {
+            StartPlan::default()
+        }
+        fn sampling(&self) -> SamplingRequest {
+            SamplingRequest {
+                mode: SamplingMode::Address { event: self.0, period: 4096 },
+                cycle: Duration::from_millis(100),
+            }
+        }
+        fn decide(&mut self, s: &Snapshot) -> Plan {
+            let mut c = self.1.lock().unwrap();
+            for x in s.samples {
+                c.all += 1;
+                if x.addr / 4096 == self.2 {
+                    c.flags += 1;
+                    c.flags_not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
+                }
+            }
+            Plan::default()
+        }
+    }
+    let w = Workload::parse(PIPE, "test").unwrap();
+    let plain = Workload::parse(&PIPE.replace("spin = { object = \"flags\", stages = 28 }\n", ""), "test").unwrap();
+    let run = |w: &Workload, event| {
+        let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
+        let flags_vpn = s.layout().objects[1].start_vpn;
+        let c = Arc::new(Mutex::new(Count::default()));
+        let r = s.run_with(Box::new(Ops(event, c.clone(), flags_vpn))).unwrap();
+        let c = std::mem::take(&mut *c.lock().unwrap());
+        (r, c)
+    };
+    let (r, ops) = run(&w, ptb_policy::SampledEvent::Ops);
+    let share = ops.flags as f64 / ops.all as f64;
+    assert!((share - 0.2).abs() < 0.02, "{} of {} op samples on the flags page", ops.flags, ops.all);
+    assert_eq!(ops.flags_not_cache, 0, "spin loads hit the cache");
+    // The time-based map puts that share on the flags' node (thread 0's), the rest half and
+    // half on the two nodes with CPUs; the memory traffic is what it is without the spin.
+    let c = &r.access_map_sampled.controller_share;
+    let total: f64 = c.iter().sum();
+    let mut shares: Vec<f64> = c.iter().map(|x| x / total).collect();
+    shares.sort_by(f64::total_cmp);
+    assert!((shares[1] - 0.8 * 0.5).abs() < 0.02 && (shares[2] - (0.2 + 0.8 * 0.5)).abs() < 0.02, "{shares:?}");
+    let (p, _) = run(&plain, ptb_policy::SampledEvent::Ops);
+    assert_eq!(r.runtime_s, p.runtime_s);
+    assert_eq!(serde_json::to_string(&r.access_map).unwrap(), serde_json::to_string(&p.access_map).unwrap());
+    // A sampler of memory accesses never sees the spin.
+    let (_, misses) = run(&w, ptb_policy::SampledEvent::Misses);
+    assert!(misses.all > 0);
+    assert_eq!(misses.flags, 0);
+}

@@ -134,6 +134,40 @@ pub struct Phase {
     /// Access distribution (at least one entry when `apki > 0`).
     #[serde(default)]
     pub access: Vec<Access>,
+    /// The phase is a pipeline whose threads wait for their neighbour by spinning on a flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin: Option<Spin>,
+}
+
+/// A pipelined phase's spin-wait (NPB LU's lower and upper triangular sweeps): thread `t`
+/// starts a sweep `t` stages after thread 0 and ends `T - 1 - t` stages before the last, so
+/// each of `T` threads waits `(T - 1) / (stages + T - 1)` of the sweep, spinning on a flag of
+/// `object` (LU's `sync_left` and `sync_right` loop on `isync` with `!$omp flush`). The spin
+/// loop's loads hit the cache: they put no traffic on memory, but an op sampler (IBS op, SPE)
+/// tags them like any other op, on the page that holds the flags. Part of the phase's time
+/// and memory ops, not added to them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spin {
+    /// The object holding the flags (where its first toucher put it).
+    pub object: String,
+    /// Stages a sweep passes through (LU: the k-planes it visits, `nz - 2`).
+    pub stages: f64,
+    /// Share of the phase's work done in the pipeline (default 1: all of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipelined: Option<f64>,
+}
+
+impl Spin {
+    /// Share of the phase's time (and memory ops) each of `threads` threads spends spinning.
+    pub fn share(&self, threads: usize) -> f64 {
+        let t = threads.saturating_sub(1) as f64;
+        let piped = self.pipelined.unwrap_or(1.0);
+        if t <= 0.0 || !self.stages.is_finite() || self.stages <= 0.0 || !(0.0..=1.0).contains(&piped) {
+            return 0.0;
+        }
+        piped * t / (self.stages + t)
+    }
 }
 
 /// Loads and stores per kilo-instruction when a phase does not say: about a third of the
@@ -301,6 +335,16 @@ impl Workload {
                     return bad(f("thread_work"), "at least one thread must have work".into());
                 }
             }
+            if let Some(sp) = &p.spin {
+                if !self.objects.iter().any(|o| o.name == sp.object) {
+                    let known: Vec<&str> = self.objects.iter().map(|o| o.name.as_str()).collect();
+                    return bad(f("spin.object"), format!("no object named `{}` (objects: {known:?})", sp.object));
+                }
+                pos(sp.stages, "spin.stages", 1.0, 1e9)?;
+                if let Some(x) = sp.pipelined {
+                    pos(x, "spin.pipelined", 0.0, 1.0)?;
+                }
+            }
             if p.apki > 0.0 && p.access.is_empty() {
                 return bad(f("access"), "a phase with apki > 0 needs at least one access entry".into());
             }
@@ -422,6 +466,20 @@ access = [{ object = "a", pattern = "uniform" }]
         assert_eq!(parse_init(&w.objects[0].init).unwrap(), Init::Thread(0));
     }
 
+    /// GOOD with a `spin` on its phase.
+    fn spin(value: &str) -> String {
+        format!("{GOOD}spin = {value}\n")
+    }
+
+    #[test]
+    fn a_pipelines_wait_grows_with_its_threads() {
+        let w = Workload::parse(&spin("{ object = \"a\", stages = 160, pipelined = 0.84 }"), "t.toml").unwrap();
+        let sp = w.phases[0].spin.as_ref().unwrap();
+        // NPB LU class C with 64 threads: each waits 63 of 223 stages of a sweep.
+        assert!((sp.share(64) - 0.84 * 63.0 / 223.0).abs() < 1e-12);
+        assert!(sp.share(16) < sp.share(64) && sp.share(1) == 0.0 && sp.share(0) == 0.0);
+    }
+
     #[test]
     fn errors_name_file_field_and_reason() {
         let cases = [
@@ -438,6 +496,10 @@ access = [{ object = "a", pattern = "uniform" }]
                 ),
                 "init",
             ),
+            (spin("{ object = \"b\", stages = 10 }"), "phase[0].spin.object"),
+            (spin("{ object = \"a\", stages = 0 }"), "phase[0].spin.stages"),
+            (spin("{ object = \"a\", stages = 10, pipelined = 1.5 }"), "phase[0].spin.pipelined"),
+            (spin("{ object = \"a\", stages = 10, every = 2 }"), "every"),
         ];
         for (text, want) in cases {
             let e = Workload::parse(&text, "t.toml").unwrap_err().to_string();
@@ -499,6 +561,7 @@ access = [{ object = "a", pattern = "uniform" }]
                         window_fraction: None,
                         threads: None,
                     }],
+                    spin: None,
                 }],
             },
         )
