@@ -16,7 +16,9 @@
 //!    below `gate` of the machine's memory bandwidth is compute-bound and left alone.
 //! 3. **Who uses a chunk** ([`dominant`]): one statistical rule. A chunk is private to a node
 //!    when that node confidently (Wilson bound) issues at least twice the accesses of any
-//!    other node; else it is shared and spread.
+//!    other node; else it is shared and spread. Only sure verdicts change its users in the
+//!    residency rule (step 5): private, shared where the samples rule a private user out
+//!    ([`surely_shared`]) or the private node lost its hold; not an open first verdict.
 //! 4. **Layout** ([`layout`], [`closed`], [`nodesets`], [`threads`]): threads are pinned to
 //!    nodes in blocks; a program with fewer threads than CPUs starts on the best-connected
 //!    nodes that hold it. One objective, the throughput of all threads predicted by a closed
@@ -33,7 +35,7 @@
 //!    program's run ([`pace`]): its threads meet at barriers, so a saving on the node whose
 //!    threads the sampled latencies show to be the slowest counts for all of them. The
 //!    residency is one change-point rule ([`chunks::ChunkState::observe_target`]): the mean
-//!    length of the periods between changes of the chunk's users, after a prior of
+//!    length of the periods between sure changes of the chunk's users, after a prior of
 //!    `horizon_s`.
 //!    Chunks never sampled ahead of a sweep ([`sweep`]: one thread's consecutive chunks) are
 //!    judged like the chunks it just swept and move with them.
@@ -426,12 +428,19 @@ impl Ptb {
             if c.total() < MIN_SAMPLES {
                 continue;
             }
-            let want = match private_home(c, &p, mem_nodes) {
-                Some(top) if homes => Target::Node(top, app_pct),
-                _ => Target::Spread,
+            // The evidence rule's verdict: private to a node, or shared. Shared is sure where the
+            // samples rule a private user out, or where the node the chunk was surely private to
+            // lost its hold (its users changed); else the verdict is open (too few samples to
+            // say): spread for now, but no change of its users (step 5's residency).
+            let (want, sure) = match private_home(c, &p, mem_nodes) {
+                Some(top) if homes => (Target::Node(top, app_pct), true),
+                _ => {
+                    let was_private = matches!(c.last_sure, Some(Target::Node(..)));
+                    (Target::Spread, !homes || surely_shared(&c.by_src) || (was_private && c.lost_top()))
+                }
             };
             // How long this target is expected to hold: the one change-point rule.
-            let residency_s = c.observe_target(want, snap.now.as_secs_f64(), p.horizon_s);
+            let residency_s = c.observe_target(want, sure, snap.now.as_secs_f64(), p.horizon_s);
             if c.placed == Some(want) {
                 continue;
             }
@@ -693,6 +702,20 @@ pub(crate) fn dominant<T: Copy + Into<f64>>(counts: &[T]) -> Option<NodeIdx> {
     let (first, second) = against_busiest_other(counts, top);
     let n = first + second;
     (n > 0.0 && wilson_lower(first / n, n, EVIDENCE_Z) >= 2.0 / 3.0).then(|| NodeIdx::from_ix(top))
+}
+
+/// Whether the samples rule out that any node uses the data twice as much as every other: the
+/// Wilson *upper* bound of the top node's share of its own and the runner-up's samples is under
+/// 2/3 ([`dominant`]'s test from the other side). Data between the two bounds is open.
+pub(crate) fn surely_shared<T: Copy + Into<f64>>(counts: &[T]) -> bool {
+    let top = counts
+        .iter()
+        .enumerate()
+        .fold((0, 0.0f64), |best, (i, &x)| if x.into() > best.1 { (i, x.into()) } else { best })
+        .0;
+    let (first, second) = against_busiest_other(counts, top);
+    let n = first + second;
+    n > 0.0 && 1.0 - wilson_lower(second / n, n, EVIDENCE_Z) < 2.0 / 3.0
 }
 
 /// Node `i`'s samples and those of the busiest other node (0 where there is none).

@@ -60,6 +60,10 @@ pub struct ChunkState {
     /// Target seen in the last cycle, when the chunk was first seen (seconds of management)
     /// and how many times its target's node changed since ([`ChunkState::observe_target`]).
     pub last_want: Option<Target>,
+    /// The last target the evidence rule was sure of: a node that confidently uses the chunk
+    /// twice as much as any other, or spread, where the samples rule that out
+    /// ([`ChunkState::observe_target`]).
+    pub last_sure: Option<Target>,
     pub first_s: f64,
     pub changes: u16,
     /// Targets that held for one cycle only (the next cycle wanted another node, or a node and
@@ -87,6 +91,7 @@ impl ChunkState {
             moved_to: None,
             sole: NO_TID,
             last_want: None,
+            last_sure: None,
             first_s: f64::NAN,
             changes: 0,
             blips: 0,
@@ -127,20 +132,27 @@ impl ChunkState {
         f64::from(self.rate)
     }
 
-    /// Record this cycle's target (at `now_s`, seconds of management) and return how long it
+    /// Record this cycle's target (at `now_s`, seconds of management; `sure`: the evidence
+    /// rule decided it rather than fell back on the last sure target) and return how long it
     /// is expected to hold: the one change-point rule. With a prior of one period of `prior_s`,
     /// the mean length of the periods between changes of the chunk's users (another node, or a
     /// node and spread) seen so far: `(time watched + prior_s) / (changes + 1)`. Data whose
     /// users never changed is expected to keep them as long as it has been watched, plus the
     /// prior; data whose users alternate with the program's phases (a transpose after local
     /// work), for about one phase, so that a move toward one phase's placement must pay back
-    /// within it.
-    pub fn observe_target(&mut self, want: Target, now_s: f64, prior_s: f64) -> f64 {
+    /// within it. A change counts when the evidence is sure of it: sampling noise that leaves
+    /// the verdict open changes no user.
+    pub fn observe_target(&mut self, want: Target, sure: bool, now_s: f64, prior_s: f64) -> f64 {
         if self.first_s.is_nan() {
             self.first_s = now_s;
         }
+        if sure {
+            if self.last_sure.is_some_and(|w| w.node() != want.node()) {
+                self.changes = self.changes.saturating_add(1);
+            }
+            self.last_sure = Some(want);
+        }
         if self.last_want.is_some_and(|w| w.node() != want.node()) {
-            self.changes = self.changes.saturating_add(1);
             if self.held == 1 {
                 self.blips = self.blips.saturating_add(1);
             }
