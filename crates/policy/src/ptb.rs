@@ -693,13 +693,7 @@ pub(crate) fn dominant_held<T: Copy + Into<f64>>(counts: &[T], held: Option<Node
 /// ahead by chance; data a thread shares with everyone but uses most (SPECjbb's heap) passes
 /// however many nodes share it.
 pub(crate) fn dominant<T: Copy + Into<f64>>(counts: &[T]) -> Option<NodeIdx> {
-    // The first node with the most samples.
-    let top = counts
-        .iter()
-        .enumerate()
-        .fold((0, 0.0f64), |best, (i, &x)| if x.into() > best.1 { (i, x.into()) } else { best })
-        .0;
-    let (first, second) = against_busiest_other(counts, top);
+    let (top, first, second) = top_and_runner_up(counts);
     let n = first + second;
     (n > 0.0 && wilson_lower(first / n, n, EVIDENCE_Z) >= 2.0 / 3.0).then(|| NodeIdx::from_ix(top))
 }
@@ -708,14 +702,20 @@ pub(crate) fn dominant<T: Copy + Into<f64>>(counts: &[T]) -> Option<NodeIdx> {
 /// Wilson *upper* bound of the top node's share of its own and the runner-up's samples is under
 /// 2/3 ([`dominant`]'s test from the other side). Data between the two bounds is open.
 pub(crate) fn surely_shared<T: Copy + Into<f64>>(counts: &[T]) -> bool {
+    let (_, first, second) = top_and_runner_up(counts);
+    let n = first + second;
+    n > 0.0 && 1.0 - wilson_lower(second / n, n, EVIDENCE_Z) < 2.0 / 3.0
+}
+
+/// The first node with the most samples, its samples and those of the busiest other node.
+fn top_and_runner_up<T: Copy + Into<f64>>(counts: &[T]) -> (usize, f64, f64) {
     let top = counts
         .iter()
         .enumerate()
         .fold((0, 0.0f64), |best, (i, &x)| if x.into() > best.1 { (i, x.into()) } else { best })
         .0;
     let (first, second) = against_busiest_other(counts, top);
-    let n = first + second;
-    n > 0.0 && 1.0 - wilson_lower(second / n, n, EVIDENCE_Z) < 2.0 / 3.0
+    (top, first, second)
 }
 
 /// Node `i`'s samples and those of the busiest other node (0 where there is none).
