@@ -533,8 +533,9 @@ access = [{ object = "a", pattern = "uniform" }]
             Just(Pattern::Stream),
             Just(Pattern::AllToAll)
         ];
-        (1u32..64, 1.0f64..64.0, 0.0f64..50.0, 0.0f64..1.0, pat, 1u32..4).prop_map(
-            |(t, size, apki, ws, pattern, it)| Workload {
+        let spin = proptest::option::of((1.0f64..1e4, proptest::option::of(0.0f64..=1.0)));
+        (1u32..64, 1.0f64..64.0, 0.0f64..50.0, 0.0f64..1.0, pat, 1u32..4, spin).prop_map(
+            |(t, size, apki, ws, pattern, it, spin)| Workload {
                 name: "gen".into(),
                 description: String::new(),
                 source: String::new(),
@@ -561,7 +562,7 @@ access = [{ object = "a", pattern = "uniform" }]
                         window_fraction: None,
                         threads: None,
                     }],
-                    spin: None,
+                    spin: spin.map(|(stages, pipelined)| Spin { object: "o".into(), stages, pipelined }),
                 }],
             },
         )
