@@ -158,7 +158,8 @@ pub struct RunResult {
     pub access_map: AccessMap,
     /// The access map as a time-based sampler sees it (IBS op in cycle mode: one tagged operation
     /// per interval of a thread's running time, so a thread slowed by remote memory is sampled
-    /// more per access than a fast one). Published access maps measured that way compare with
+    /// more per access than a fast one; a pipeline's spin-wait, whose loads hit the cache, counts
+    /// on the page holding its flags). Published access maps measured that way compare with
     /// this one, not with `access_map`.
     #[serde(default)]
     pub access_map_sampled: AccessMap,

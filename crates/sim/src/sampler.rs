@@ -18,7 +18,9 @@
 //! sample then draws where it went from the same distribution that drives the thread's memory
 //! traffic (a piece by weight, a page uniformly in it, a line in the page): for op sampling a
 //! memory op is a DRAM access with probability `m / mops`, else a cache hit on the same
-//! distribution (spatial locality: a hit falls on a page the thread is working on). A sample
+//! distribution (spatial locality: a hit falls on a page the thread is working on), or, in a
+//! pipelined phase, a load of the spin loop on the page holding its flags with the phase's
+//! spin share ([`crate::layout::SpinSite`]). A sample
 //! carries the perf data-source word a real sampler would ([`ptb_profile::datasrc`]: cache,
 //! local or remote DRAM) and, for DRAM accesses, the latency a load-latency sampler would report
 //! for that load: the idle latency from the thread's CPU group to the page's node plus the
