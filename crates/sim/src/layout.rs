@@ -213,6 +213,8 @@ impl Layout {
                     })?;
                     Ok(Some((0..n).map(|i| set.contains_raw(i as u32)).collect()))
                 };
+                // Validated: every object a phase names exists.
+                let object_of = |name: &str| first_object + w.objects.iter().position(|o| o.name == name).unwrap_or(0);
                 let total_w: f64 = p.access.iter().map(|x| x.weight).sum();
                 let access = p
                     .access
@@ -220,7 +222,7 @@ impl Layout {
                     .enumerate()
                     .map(|(k, x)| {
                         Ok(CompiledAccess {
-                            object: first_object + w.objects.iter().position(|o| o.name == x.object).unwrap_or(0),
+                            object: object_of(&x.object),
                             pattern: x.pattern,
                             weight: x.weight / total_w,
                             hot_fraction: x.hot_fraction.unwrap_or(0.1),
@@ -231,7 +233,7 @@ impl Layout {
                     })
                     .collect::<Result<Vec<_>, SimError>>()?;
                 let spin = p.spin.as_ref().map(|sp| SpinSite {
-                    object: first_object + w.objects.iter().position(|o| o.name == sp.object).unwrap_or(0),
+                    object: object_of(&sp.object),
                     share: sp.share(active.iter().filter(|a| **a).count()),
                 });
                 phases.push(CompiledPhase {

@@ -56,6 +56,26 @@ impl Policy for Bad {
     }
 }
 
+/// A policy that samples with `mode` in 100 ms cycles, hands every snapshot to `see` and plans
+/// nothing.
+struct Watch<F>(SamplingMode, F);
+
+impl<F: FnMut(&Snapshot) + Send> Policy for Watch<F> {
+    fn name(&self) -> String {
+        "watch".into()
+    }
+    fn start(&mut self, _: &StartContext) -> StartPlan {
+        StartPlan::default()
+    }
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest { mode: self.0, cycle: Duration::from_millis(100) }
+    }
+    fn decide(&mut self, s: &Snapshot) -> Plan {
+        (self.1)(s);
+        Plan::default()
+    }
+}
+
 fn without_decision_time(r: &ptb_sim::RunResult) -> String {
     let mut v = serde_json::to_value(r).unwrap();
     v["decision_ms"] = serde_json::Value::Null;
@@ -135,32 +155,18 @@ fn hint_faults_arrive_from_armed_pages_and_cost_time() {
 
 #[test]
 fn hint_fault_samples_are_marked() {
-    struct Check(u64);
-    impl Policy for Check {
-        fn name(&self) -> String {
-            "check".into()
+    let mode = SamplingMode::HintFaults { scan_bytes: 1 << 20, scan_period: Duration::from_millis(50) };
+    let check = Watch(mode, |s: &Snapshot| {
+        for x in s.samples {
+            assert_eq!(x.kind, SampleKind::HintFault);
+            assert!(s.thread(x.tid).is_some());
+            assert!(s.pages.get(x.page(4096)).is_some());
         }
-        fn start(&mut self, _: &StartContext) -> StartPlan {
-            StartPlan::default()
-        }
-        fn sampling(&self) -> SamplingRequest {
-            let mode = SamplingMode::HintFaults { scan_bytes: 1 << 20, scan_period: Duration::from_millis(50) };
-            SamplingRequest { mode, cycle: Duration::from_millis(100) }
-        }
-        fn decide(&mut self, s: &Snapshot) -> Plan {
-            for x in s.samples {
-                assert_eq!(x.kind, SampleKind::HintFault);
-                assert!(s.thread(x.tid).is_some());
-                assert!(s.pages.get(x.page(4096)).is_some());
-                self.0 += 1;
-            }
-            assert_eq!(s.regions.len(), 1);
-            assert_eq!(s.regions[0].resident.iter().sum::<u64>(), s.regions[0].npages);
-            Plan::default()
-        }
-    }
+        assert_eq!(s.regions.len(), 1);
+        assert_eq!(s.regions[0].resident.iter().sum::<u64>(), s.regions[0].npages);
+    });
     let s = sim(SHARED, SimOptions::default());
-    let r = s.run_with(Box::new(Check(0))).unwrap();
+    let r = s.run_with(Box::new(check)).unwrap();
     assert!(r.hint_faults > 0);
 }
 
@@ -306,36 +312,24 @@ access = [{ object = "data", pattern = "uniform" }]
     use std::sync::{Arc, Mutex};
     /// Per thread: (sum, count) of the latencies of its local and of its remote DRAM samples.
     type Sums = Arc<Mutex<BTreeMap<u32, [(f64, u64); 2]>>>;
-    struct Latencies(Sums);
-    impl Policy for Latencies {
-        fn name(&self) -> String {
-            "latencies".into()
-        }
-        fn start(&mut self, _: &StartContext) -> StartPlan {
-            StartPlan::default()
-        }
-        fn sampling(&self) -> SamplingRequest {
-            let mode = SamplingMode::Address { event: ptb_policy::SampledEvent::SlowLoads, period: 256 };
-            SamplingRequest { mode, cycle: Duration::from_millis(100) }
-        }
-        fn decide(&mut self, s: &Snapshot) -> Plan {
-            let mut sums = self.0.lock().unwrap();
-            for x in s.samples {
-                let (Some(l), Some(level)) = (x.latency_ns, x.data_src.and_then(decode)) else { continue };
-                let k = match level {
-                    MemLevel::LocalDram => 0,
-                    MemLevel::RemoteDram => 1,
-                    MemLevel::Cache => continue,
-                };
-                let e = &mut sums.entry(x.tid).or_default()[k];
-                e.0 += f64::from(l);
-                e.1 += 1;
-            }
-            Plan::default()
-        }
-    }
     let sums = Sums::default();
-    sim(HALVES, SimOptions::default()).run_with(Box::new(Latencies(sums.clone()))).unwrap();
+    let seen = sums.clone();
+    let mode = SamplingMode::Address { event: ptb_policy::SampledEvent::SlowLoads, period: 256 };
+    let latencies = Watch(mode, move |s: &Snapshot| {
+        let mut sums = seen.lock().unwrap();
+        for x in s.samples {
+            let (Some(l), Some(level)) = (x.latency_ns, x.data_src.and_then(decode)) else { continue };
+            let k = match level {
+                MemLevel::LocalDram => 0,
+                MemLevel::RemoteDram => 1,
+                MemLevel::Cache => continue,
+            };
+            let e = &mut sums.entry(x.tid).or_default()[k];
+            e.0 += f64::from(l);
+            e.1 += 1;
+        }
+    });
+    sim(HALVES, SimOptions::default()).run_with(Box::new(latencies)).unwrap();
     let sums = sums.lock().unwrap();
     let both: Vec<(f64, f64)> = sums
         .values()
@@ -381,39 +375,24 @@ spin = { object = "flags", stages = 28 }
         flags_not_cache: u64,
         all: u64,
     }
-    struct Ops(ptb_policy::SampledEvent, Arc<Mutex<Count>>, u64);
-    impl Policy for Ops {
-        fn name(&self) -> String {
-            "ops".into()
-        }
-        fn start(&mut self, _: &StartContext) -> StartPlan {
-            StartPlan::default()
-        }
-        fn sampling(&self) -> SamplingRequest {
-            SamplingRequest {
-                mode: SamplingMode::Address { event: self.0, period: 4096 },
-                cycle: Duration::from_millis(100),
-            }
-        }
-        fn decide(&mut self, s: &Snapshot) -> Plan {
-            let mut c = self.1.lock().unwrap();
-            for x in s.samples {
-                c.all += 1;
-                if x.addr / 4096 == self.2 {
-                    c.flags += 1;
-                    c.flags_not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
-                }
-            }
-            Plan::default()
-        }
-    }
     let w = Workload::parse(PIPE, "test").unwrap();
     let plain = Workload::parse(&PIPE.replace("spin = { object = \"flags\", stages = 28 }\n", ""), "test").unwrap();
     let run = |w: &Workload, event| {
         let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
         let flags_vpn = s.layout().objects[1].start_vpn;
         let c = Arc::new(Mutex::new(Count::default()));
-        let r = s.run_with(Box::new(Ops(event, c.clone(), flags_vpn))).unwrap();
+        let seen = c.clone();
+        let ops = Watch(SamplingMode::Address { event, period: 4096 }, move |s: &Snapshot| {
+            let mut c = seen.lock().unwrap();
+            for x in s.samples {
+                c.all += 1;
+                if x.addr / 4096 == flags_vpn {
+                    c.flags += 1;
+                    c.flags_not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
+                }
+            }
+        });
+        let r = s.run_with(Box::new(ops)).unwrap();
         let c = std::mem::take(&mut *c.lock().unwrap());
         (r, c)
     };

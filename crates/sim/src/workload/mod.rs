@@ -302,6 +302,14 @@ impl Workload {
             }
             parse_init(&o.init).map_err(|r| SimError::workload(origin, f("init"), r))?;
         }
+        // A phase's reference to an object names one of the workload's.
+        let known = |name: &str, field: String| -> Result<(), SimError> {
+            if self.objects.iter().any(|o| o.name == name) {
+                return Ok(());
+            }
+            let names: Vec<&str> = self.objects.iter().map(|o| o.name.as_str()).collect();
+            Err(SimError::workload(origin, field, format!("no object named `{name}` (objects: {names:?})")))
+        };
         for (i, p) in self.phases.iter().enumerate() {
             let f = |k: &str| format!("phase[{i}].{k}");
             if p.name.trim().is_empty() {
@@ -336,10 +344,7 @@ impl Workload {
                 }
             }
             if let Some(sp) = &p.spin {
-                if !self.objects.iter().any(|o| o.name == sp.object) {
-                    let known: Vec<&str> = self.objects.iter().map(|o| o.name.as_str()).collect();
-                    return bad(f("spin.object"), format!("no object named `{}` (objects: {known:?})", sp.object));
-                }
+                known(&sp.object, f("spin.object"))?;
                 pos(sp.stages, "spin.stages", 1.0, 1e9)?;
                 if let Some(x) = sp.pipelined {
                     pos(x, "spin.pipelined", 0.0, 1.0)?;
@@ -350,10 +355,7 @@ impl Workload {
             }
             for (j, a) in p.access.iter().enumerate() {
                 let g = |k: &str| format!("phase[{i}].access[{j}].{k}");
-                if !self.objects.iter().any(|o| o.name == a.object) {
-                    let known: Vec<&str> = self.objects.iter().map(|o| o.name.as_str()).collect();
-                    return bad(g("object"), format!("no object named `{}` (objects: {known:?})", a.object));
-                }
+                known(&a.object, g("object"))?;
                 if !a.weight.is_finite() || a.weight <= 0.0 || a.weight > 1e6 {
                     return bad(g("weight"), format!("{} must be > 0", a.weight));
                 }
