@@ -369,6 +369,7 @@ pub fn fit(rec: &Recording, opts: &FitOptions) -> Result<Fitted, ModelError> {
             thread_work: uneven.then_some(tw),
             access,
             spin: None,
+            hits: vec![],
         });
     }
     notes.push(intensity_note);

@@ -5,10 +5,33 @@ use ptb_policy::{Params, PolicyKind, PolicySpec};
 use ptb_sim::{SimOptions, Simulation};
 
 fn sim(workload: &str) -> Simulation {
+    sim_of(ptb_sim::resolve_mix(workload).unwrap())
+}
+
+fn sim_of(w: Vec<ptb_sim::Workload>) -> Simulation {
     let m = ptb_topology::resolve("synthetic:nodes=2,cpus=2").unwrap();
-    let w = ptb_sim::resolve_mix(workload).unwrap();
     Simulation::new(m, w, SimOptions { duration_scale: 0.25, ..SimOptions::default() }).unwrap()
 }
+
+/// A private matrix and a vector every thread reads from memory.
+const GATHER: &str = r#"
+name = "gather"
+threads = "per-cpu"
+[[object]]
+name = "matrix"
+size_mib = 64
+[[object]]
+name = "x"
+size_mib = 8
+[[phase]]
+name = "spmv"
+work_ginstr = 0.05
+apki = 35
+access = [
+  { object = "matrix", pattern = "private", weight = 0.7 },
+  { object = "x", pattern = "uniform", weight = 0.3 },
+]
+"#;
 
 #[test]
 fn oracle_beats_every_static_baseline_it_tried() {
@@ -59,8 +82,8 @@ fn demand_covers_every_access_and_coarsens_uniform_objects() {
 
 #[test]
 fn private_slices_stay_apart_and_uniform_objects_merge() {
-    // cg: a private matrix (one group per thread) and a uniform vector (one group).
-    let s = sim("cg");
+    // A private matrix (one group per thread) and a uniform vector (one group).
+    let s = sim_of(vec![ptb_sim::Workload::parse(GATHER, "gather.toml").unwrap()]);
     let d = ptb_oracle::demand::Demand::of(s.layout());
     let threads = s.layout().threads.len();
     let (coarse, n) = d.coarsen();

@@ -40,10 +40,9 @@ pub(crate) struct Job {
     /// Probability that a sample is a DRAM access, and that it is a store.
     pub dram: f64,
     pub writes: f64,
-    /// Probability that a sample is a load of a pipeline's spin loop, a cache hit on the first
-    /// page of object `spin_obj` ([`crate::layout::SpinSite`]); 0 for samplers of DRAM accesses.
-    pub spin: f64,
-    pub spin_obj: usize,
+    /// Cache hits on named objects (`Batch::hits[hits]`): a pipeline's spin loop and a
+    /// phase's `hits`; empty for samplers of DRAM accesses.
+    pub hits: std::ops::Range<usize>,
     pub take: u64,
     /// Time of the first sample is `t0 + step / 2`, samples `step` apart.
     pub t0: f64,
@@ -60,6 +59,20 @@ pub(crate) struct Batch {
     pub pieces: Vec<Piece>,
     /// Per-node latencies of the jobs, ns.
     pub lat: Vec<f32>,
+    /// The jobs' cache hits on named objects.
+    pub hits: Vec<HitDraw>,
+}
+
+/// A share of a job's samples that are cache hits on one object.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HitDraw {
+    /// Probability that a sample is such a hit (the shares of a job add up to at most the
+    /// share of its samples that are not DRAM accesses).
+    pub share: f64,
+    pub object: usize,
+    /// On the object's first page (a pipeline's flags: [`crate::layout::SpinSite`]), else at
+    /// random over its pages ([`crate::layout::HitSite`]).
+    pub first_page: bool,
 }
 
 /// Pick a piece by weight (`write` selects the write weights, whose sum is `total`); `x` uniform
@@ -122,14 +135,22 @@ impl Drawer {
         for job in &batch.jobs {
             let pieces = &batch.pieces[job.pieces.clone()];
             let lat = &batch.lat[job.lat.clone()];
+            let hits = &batch.hits[job.hits.clone()];
             let totals = job.totals;
             self.samples.reserve(job.take as usize);
-            for i in 0..job.take {
+            'sample: for i in 0..job.take {
                 let rng = &mut self.rng;
                 let dram = job.dram >= 1.0 || rng.random::<f64>() < job.dram;
-                if !dram && job.spin > 0.0 && rng.random::<f64>() * (1.0 - job.dram) < job.spin {
-                    if let Some(o) = l.objects.get(job.spin_obj) {
-                        let addr = o.start_vpn * ps + rng.random_range(0..lines_per_page) * line;
+                if !dram && !hits.is_empty() {
+                    let mut x = rng.random::<f64>() * (1.0 - job.dram);
+                    for h in hits {
+                        if x >= h.share {
+                            x -= h.share;
+                            continue;
+                        }
+                        let Some(o) = l.objects.get(h.object) else { break };
+                        let page = if h.first_page { 0 } else { rng.random_range(0..o.npages.max(1) as u64) };
+                        let addr = (o.start_vpn + page) * ps + rng.random_range(0..lines_per_page) * line;
                         self.samples.push(Sample {
                             app: job.app,
                             tid: job.tid,
@@ -141,7 +162,7 @@ impl Drawer {
                             latency_ns: None,
                             phys: None,
                         });
-                        continue;
+                        continue 'sample;
                     }
                 }
                 let write = job.writes > 0.0 && rng.random::<f64>() < job.writes;

@@ -353,6 +353,21 @@ impl Run<'_> {
             // the page holding the flags (a time-based sampler's ops land there).
             let (spin_node, spin) =
                 ph.spin.and_then(|s| Some((self.objs[s.object].get(0)?, s.share))).unwrap_or((usize::MAX, 0.0));
+            // Loads that hit the cache on named objects: that share of its time it runs them, on
+            // the nodes of the objects' pages (empty when the phase has none).
+            let mut hit_time = vec![0.0; if ph.hits.is_empty() { 0 } else { nn }];
+            let mut room = (1.0 - spin).max(0.0);
+            for h in &ph.hits {
+                let (totals, share) = (self.objs[h.object].totals(), h.share.min(room));
+                let placed: u64 = totals.iter().take(nn).sum();
+                if placed > 0 && share > 0.0 {
+                    room -= share;
+                    for (x, &k) in hit_time.iter_mut().zip(totals) {
+                        *x += share * k as f64 / placed as f64;
+                    }
+                }
+            }
+            let other = room.min(1.0 - spin);
             let rt = &mut self.threads[t];
             if !rt.working {
                 continue;
@@ -383,8 +398,9 @@ impl Run<'_> {
                 for n in 0..nn {
                     let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
                     self.acc.access[node * nn + n] += lines * share;
-                    self.acc.access_time[node * nn + n] +=
-                        run * share * (1.0 - spin) + if n == spin_node { run * spin } else { 0.0 };
+                    self.acc.access_time[node * nn + n] += run * share * other
+                        + if n == spin_node { run * spin } else { 0.0 }
+                        + hit_time.get(n).map_or(0.0, |h| run * h);
                 }
                 self.acc.app_lines[app] += lines;
             }

@@ -3,7 +3,9 @@
 //! Every `scan_period`, the next `scan_bytes` of each application's address space (objects in
 //! address order, continuing where the previous scan stopped, wrapping around) is armed. The
 //! first access to an armed page yields one `HintFault` sample from the accessing thread and
-//! costs that thread `costs.hint_fault_us`.
+//! costs that thread `costs.hint_fault_us`. Any access faults, a cache hit too (the page table
+//! entry is armed, not the cache line): a phase's memory accesses, its `hits` and its
+//! pipeline's `spin` loads.
 //!
 //! Approach: when a page is armed, the time of its first access and the thread that makes it
 //! are drawn at once from the access rates at arming time: every thread touching the page at
@@ -53,7 +55,9 @@ impl Run<'_> {
         let app_i = l.objects[obj].app;
         let app = &l.apps[app_i];
         let st = &self.apps[app_i];
-        let ws = app.phases[app.sequence[st.cur.min(app.sequence.len() - 1)]].write_share;
+        let ph = &app.phases[app.sequence[st.cur.min(app.sequence.len() - 1)]];
+        let ws = ph.write_share;
+        let np = l.objects[obj].npages;
         // (start, end, thread, per-page rate in accesses per ns)
         let mut entries: Vec<(usize, usize, usize, f64)> = Vec::new();
         for t in app.first_thread..app.first_thread + app.n_threads {
@@ -67,6 +71,17 @@ impl Run<'_> {
                 if s < e && share > 0.0 {
                     entries.push((s, e, t, rt.rate.lines_per_ns * share / (p.end - p.start) as f64));
                 }
+            }
+            // Any access to an armed page faults, a cache hit too: the phase's hits over the
+            // object's pages and a pipeline's spin on its first page.
+            let ops_per_ns = rt.rate.instr_per_ns * ph.mops;
+            for h in ph.hits.iter().filter(|h| h.object == obj && h.share > 0.0) {
+                if a < b.min(np) {
+                    entries.push((a, b.min(np), t, ops_per_ns * h.share / np as f64));
+                }
+            }
+            if let Some(sp) = ph.spin.filter(|sp| sp.object == obj && sp.share > 0.0 && a == 0 && b > 0) {
+                entries.push((0, 1, t, ops_per_ns * sp.share));
             }
         }
         if entries.is_empty() {

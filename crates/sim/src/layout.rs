@@ -100,6 +100,16 @@ pub struct CompiledPhase {
     /// Where and how much the phase's threads spin ([`crate::workload::Spin`]).
     #[serde(default)]
     pub spin: Option<SpinSite>,
+    /// Loads that hit the cache, by object ([`crate::workload::Hit`]).
+    #[serde(default)]
+    pub hits: Vec<HitSite>,
+}
+
+/// A share of a phase's memory ops that hit the cache on one object, resolved.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct HitSite {
+    pub object: usize,
+    pub share: f64,
 }
 
 /// A pipelined phase's spin-wait, resolved: the object holding the flags and the share of the
@@ -236,6 +246,7 @@ impl Layout {
                     object: object_of(&sp.object),
                     share: sp.share(active.iter().filter(|a| **a).count()),
                 });
+                let hits = p.hits.iter().map(|h| HitSite { object: object_of(&h.object), share: h.share }).collect();
                 phases.push(CompiledPhase {
                     name: p.name.clone(),
                     work_instr: p.work_ginstr * 1e9 * duration_scale,
@@ -249,6 +260,7 @@ impl Layout {
                     access,
                     thread_work,
                     spin,
+                    hits,
                 });
             }
             let sequence = (0..w.iterations).flat_map(|_| 0..w.phases.len()).collect();

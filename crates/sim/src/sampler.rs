@@ -38,7 +38,7 @@
 //! Counts, costs and what each thread's samples may be are decided here, on the run's thread;
 //! the samples themselves are drawn by [`crate::drawer`] (on that thread, or on a second one).
 
-use crate::drawer::{total_weight, yields, HandedOver, Job, Sampler, ToDrawer};
+use crate::drawer::{total_weight, yields, HandedOver, HitDraw, Job, Sampler, ToDrawer};
 use crate::run::Run;
 use crate::solver::{Demand, Rate};
 use ptb_profile::SampledEvent;
@@ -124,12 +124,22 @@ impl Run<'_> {
             let app = &l.apps[th.app];
             let ph = &app.phases[app.sequence[self.apps[th.app].cur]];
             let dr = draw(event, rt.rate.instr_per_ns * run_ns, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
-            // An op sampler tags the spin loop's loads too (cache hits, part of the memory ops).
-            let spin = match (event, ph.spin) {
-                (SampledEvent::Ops | SampledEvent::Cycles, Some(s)) => s.share.min(1.0 - dr.dram).max(0.0),
-                _ => 0.0,
-            };
-            let spin_obj = ph.spin.map_or(usize::MAX, |s| s.object);
+            // An op sampler tags cache hits too (part of the memory ops): the spin loop's loads
+            // and the phase's hits on named objects, together at most the ops that are not DRAM
+            // accesses.
+            let hits0 = batch.hits.len();
+            if matches!(event, SampledEvent::Ops | SampledEvent::Cycles) {
+                let spin = ph.spin.map(|s| HitDraw { share: s.share, object: s.object, first_page: true });
+                let named = ph.hits.iter().map(|h| HitDraw { share: h.share, object: h.object, first_page: false });
+                let mut room = (1.0 - dr.dram).max(0.0);
+                for mut h in spin.into_iter().chain(named) {
+                    h.share = h.share.min(room).max(0.0);
+                    room -= h.share;
+                    if h.share > 0.0 {
+                        batch.hits.push(h);
+                    }
+                }
+            }
             let x = dr.events / period + rt.sample_carry;
             let k = x.floor();
             rt.sample_carry = x - k;
@@ -168,8 +178,7 @@ impl Run<'_> {
                 lat: lat0..batch.lat.len(),
                 dram: dr.dram,
                 writes: dr.writes,
-                spin,
-                spin_obj,
+                hits: hits0..batch.hits.len(),
                 take,
                 t0: t0 + (dt - run_ns),
                 step: run_ns / take as f64,
@@ -192,6 +201,7 @@ impl Run<'_> {
                 self.batch.jobs.clear();
                 self.batch.pieces.clear();
                 self.batch.lat.clear();
+                self.batch.hits.clear();
             }
             Sampler::Thread { tx, .. } => {
                 let pending: u64 = self.batch.jobs.iter().map(|j| j.take).sum();

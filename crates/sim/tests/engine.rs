@@ -415,3 +415,82 @@ spin = { object = "flags", stages = 28 }
     assert!(misses.all > 0);
     assert_eq!(misses.flags, 0);
 }
+
+#[test]
+fn a_phases_cache_hits_are_seen_by_op_samplers_over_their_objects_pages_and_cost_no_memory_traffic() {
+    // Eight threads stream data spread by parallel first touch; 30% of their memory ops read a
+    // hot table (first touched by thread 0, on the first node) that stays in the cache.
+    const HOT: &str = r#"
+name = "hot"
+threads = 8
+[[object]]
+name = "data"
+size_mib = 32
+init = "parallel"
+[[object]]
+name = "table"
+size_mib = 4
+init = "thread:0"
+[[phase]]
+name = "gather"
+work_ginstr = 0.3
+apki = 20
+mlp = 2
+access = [{ object = "data", pattern = "uniform" }]
+hits = [{ object = "table", share = 0.3 }]
+"#;
+    use ptb_profile::datasrc::{decode, MemLevel};
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+    /// Samples on the table (and which of its pages, and whether any is not a cache hit), and
+    /// samples in all.
+    #[derive(Default)]
+    struct Count {
+        table: u64,
+        pages: BTreeSet<u64>,
+        not_cache: u64,
+        all: u64,
+    }
+    let w = Workload::parse(HOT, "test").unwrap();
+    let plain = Workload::parse(&HOT.replace("hits = [{ object = \"table\", share = 0.3 }]\n", ""), "test").unwrap();
+    let run = |w: &Workload, event| {
+        let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
+        let o = &s.layout().objects[1];
+        let table = o.start_vpn..o.start_vpn + o.npages as u64;
+        let c = Arc::new(Mutex::new(Count::default()));
+        let seen = c.clone();
+        let ops = Watch(SamplingMode::Address { event, period: 4096 }, move |s: &Snapshot| {
+            let mut c = seen.lock().unwrap();
+            for x in s.samples {
+                c.all += 1;
+                if table.contains(&(x.addr / 4096)) {
+                    c.table += 1;
+                    c.pages.insert(x.addr / 4096);
+                    c.not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
+                }
+            }
+        });
+        let r = s.run_with(Box::new(ops)).unwrap();
+        let c = std::mem::take(&mut *c.lock().unwrap());
+        (r, c)
+    };
+    let (r, ops) = run(&w, ptb_policy::SampledEvent::Ops);
+    let share = ops.table as f64 / ops.all as f64;
+    assert!((share - 0.3).abs() < 0.02, "{} of {} op samples on the table", ops.table, ops.all);
+    assert_eq!(ops.not_cache, 0, "the table's loads hit the cache");
+    assert!(ops.pages.len() > 512, "at random over the table's 1,024 pages: {} seen", ops.pages.len());
+    // The time-based map puts that share on the table's node (thread 0's), the rest half and
+    // half on the two nodes with CPUs; the memory traffic is what it is without the hits.
+    let c = &r.access_map_sampled.controller_share;
+    let total: f64 = c.iter().sum();
+    let mut shares: Vec<f64> = c.iter().map(|x| x / total).collect();
+    shares.sort_by(f64::total_cmp);
+    assert!((shares[1] - 0.7 * 0.5).abs() < 0.02 && (shares[2] - (0.3 + 0.7 * 0.5)).abs() < 0.02, "{shares:?}");
+    let (p, _) = run(&plain, ptb_policy::SampledEvent::Ops);
+    assert_eq!(r.runtime_s, p.runtime_s);
+    assert_eq!(serde_json::to_string(&r.access_map).unwrap(), serde_json::to_string(&p.access_map).unwrap());
+    // A sampler of memory accesses never sees the hits.
+    let (_, misses) = run(&w, ptb_policy::SampledEvent::Misses);
+    assert!(misses.all > 0);
+    assert_eq!(misses.table, 0);
+}

@@ -137,6 +137,24 @@ pub struct Phase {
     /// The phase is a pipeline whose threads wait for their neighbour by spinning on a flag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spin: Option<Spin>,
+    /// Loads that hit the cache, by the object they read ([`Hit`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hits: Vec<Hit>,
+}
+
+/// A share of a phase's memory ops that read one object and hit the cache: a hot structure
+/// that stays cached while the phase streams other data past it (NPB CG's gathered vector,
+/// 1.2 MB in class C, read once per nonzero beside the matrix's `a` and `colidx`). They put no
+/// traffic on memory and no time beyond the phase's own, but an op sampler (IBS op, SPE) tags
+/// them like any other op, at random over the object's pages. Part of the memory ops
+/// (`mem_ops_pki`), not added to them; the accesses of `access` are the phase's DRAM traffic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hit {
+    /// The object read.
+    pub object: String,
+    /// Share of the phase's memory ops (loads and stores, cache hits included), in (0, 1].
+    pub share: f64,
 }
 
 /// A pipelined phase's spin-wait (NPB LU's lower and upper triangular sweeps): thread `t`
@@ -350,6 +368,17 @@ impl Workload {
                     pos(x, "spin.pipelined", 0.0, 1.0)?;
                 }
             }
+            for (j, h) in p.hits.iter().enumerate() {
+                let g = |k: &str| format!("phase[{i}].hits[{j}].{k}");
+                known(&h.object, g("object"))?;
+                if !h.share.is_finite() || h.share <= 0.0 || h.share > 1.0 {
+                    return bad(g("share"), format!("{} is not in (0, 1]", h.share));
+                }
+            }
+            let hit_share: f64 = p.hits.iter().map(|h| h.share).sum();
+            if hit_share > 1.0 {
+                return bad(f("hits"), format!("the shares add up to {hit_share}, more than all of the memory ops"));
+            }
             if p.apki > 0.0 && p.access.is_empty() {
                 return bad(f("access"), "a phase with apki > 0 needs at least one access entry".into());
             }
@@ -473,6 +502,18 @@ access = [{ object = "a", pattern = "uniform" }]
         format!("{GOOD}spin = {value}\n")
     }
 
+    /// GOOD with `hits` on its phase.
+    fn hits(value: &str) -> String {
+        format!("{GOOD}hits = {value}\n")
+    }
+
+    #[test]
+    fn a_phases_cache_hits_name_their_objects() {
+        let w = Workload::parse(&hits("[{ object = \"a\", share = 0.33 }]"), "t.toml").unwrap();
+        assert_eq!(w.phases[0].hits, vec![Hit { object: "a".into(), share: 0.33 }]);
+        assert!(Workload::parse(GOOD, "t.toml").unwrap().phases[0].hits.is_empty());
+    }
+
     #[test]
     fn a_pipelines_wait_grows_with_its_threads() {
         let w = Workload::parse(&spin("{ object = \"a\", stages = 160, pipelined = 0.84 }"), "t.toml").unwrap();
@@ -502,6 +543,11 @@ access = [{ object = "a", pattern = "uniform" }]
             (spin("{ object = \"a\", stages = 0 }"), "phase[0].spin.stages"),
             (spin("{ object = \"a\", stages = 10, pipelined = 1.5 }"), "phase[0].spin.pipelined"),
             (spin("{ object = \"a\", stages = 10, every = 2 }"), "every"),
+            (hits("[{ object = \"b\", share = 0.3 }]"), "phase[0].hits[0].object"),
+            (hits("[{ object = \"a\", share = 0 }]"), "phase[0].hits[0].share"),
+            (hits("[{ object = \"a\", share = 1.5 }]"), "phase[0].hits[0].share"),
+            (hits("[{ object = \"a\", share = 0.6 }, { object = \"a\", share = 0.6 }]"), "phase[0].hits"),
+            (hits("[{ object = \"a\", share = 0.3, pattern = \"hot\" }]"), "pattern"),
         ];
         for (text, want) in cases {
             let e = Workload::parse(&text, "t.toml").unwrap_err().to_string();
@@ -536,8 +582,9 @@ access = [{ object = "a", pattern = "uniform" }]
             Just(Pattern::AllToAll)
         ];
         let spin = proptest::option::of((1.0f64..1e4, proptest::option::of(0.0f64..=1.0)));
-        (1u32..64, 1.0f64..64.0, 0.0f64..50.0, 0.0f64..1.0, pat, 1u32..4, spin).prop_map(
-            |(t, size, apki, ws, pattern, it, spin)| Workload {
+        let hit = proptest::option::of(0.001f64..=1.0);
+        (1u32..64, 1.0f64..64.0, 0.0f64..50.0, 0.0f64..1.0, pat, 1u32..4, (spin, hit)).prop_map(
+            |(t, size, apki, ws, pattern, it, (spin, hit))| Workload {
                 name: "gen".into(),
                 description: String::new(),
                 source: String::new(),
@@ -565,6 +612,7 @@ access = [{ object = "a", pattern = "uniform" }]
                         threads: None,
                     }],
                     spin: spin.map(|(stages, pipelined)| Spin { object: "o".into(), stages, pipelined }),
+                    hits: hit.map(|share| Hit { object: "o".into(), share }).into_iter().collect(),
                 }],
             },
         )
