@@ -342,155 +342,93 @@ access = [{ object = "data", pattern = "uniform" }]
     }
 }
 
-#[test]
-fn a_pipelines_spin_wait_is_seen_by_op_samplers_on_the_flags_page_and_costs_no_memory_traffic() {
-    // Eight threads, a pipeline of 28 stages: each waits 7 / 35 = 20% of the phase spinning on
-    // the flags, first touched by thread 0 on the first node; the data is spread by parallel
-    // first touch.
-    const PIPE: &str = r#"
-name = "pipe"
-threads = 8
-[[object]]
-name = "data"
-size_mib = 32
-init = "parallel"
-[[object]]
-name = "flags"
-size_mib = 0.00390625
-init = "thread:0"
-[[phase]]
-name = "sweep"
-work_ginstr = 0.3
-apki = 20
-mlp = 2
-access = [{ object = "data", pattern = "uniform" }]
-spin = { object = "flags", stages = 28 }
-"#;
+/// Samples a run's op sampler (or another event's) puts on one object: how many, on which
+/// pages, how many are not cache hits; and samples in all.
+#[derive(Default)]
+struct OnObject {
+    on: u64,
+    pages: std::collections::BTreeSet<u64>,
+    not_cache: u64,
+    all: u64,
+}
+
+/// Run `w` under a policy that only samples `event`, counting the samples on object `obj`.
+fn samples_on(w: &Workload, obj: usize, event: ptb_policy::SampledEvent) -> (ptb_sim::RunResult, OnObject) {
     use ptb_profile::datasrc::{decode, MemLevel};
     use std::sync::{Arc, Mutex};
-    /// Samples on the flags page (all of them cache hits?), and samples in all.
-    #[derive(Default)]
-    struct Count {
-        flags: u64,
-        flags_not_cache: u64,
-        all: u64,
-    }
-    let w = Workload::parse(PIPE, "test").unwrap();
-    let plain = Workload::parse(&PIPE.replace("spin = { object = \"flags\", stages = 28 }\n", ""), "test").unwrap();
-    let run = |w: &Workload, event| {
-        let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
-        let flags_vpn = s.layout().objects[1].start_vpn;
-        let c = Arc::new(Mutex::new(Count::default()));
-        let seen = c.clone();
-        let ops = Watch(SamplingMode::Address { event, period: 4096 }, move |s: &Snapshot| {
-            let mut c = seen.lock().unwrap();
-            for x in s.samples {
-                c.all += 1;
-                if x.addr / 4096 == flags_vpn {
-                    c.flags += 1;
-                    c.flags_not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
-                }
+    let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
+    let o = &s.layout().objects[obj];
+    let range = o.start_vpn..o.start_vpn + o.npages as u64;
+    let c = Arc::new(Mutex::new(OnObject::default()));
+    let seen = c.clone();
+    let watch = Watch(SamplingMode::Address { event, period: 4096 }, move |s: &Snapshot| {
+        let mut c = seen.lock().unwrap();
+        for x in s.samples {
+            c.all += 1;
+            if range.contains(&(x.addr / 4096)) {
+                c.on += 1;
+                c.pages.insert(x.addr / 4096);
+                c.not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
             }
-        });
-        let r = s.run_with(Box::new(ops)).unwrap();
-        let c = std::mem::take(&mut *c.lock().unwrap());
-        (r, c)
-    };
-    let (r, ops) = run(&w, ptb_policy::SampledEvent::Ops);
-    let share = ops.flags as f64 / ops.all as f64;
-    assert!((share - 0.2).abs() < 0.02, "{} of {} op samples on the flags page", ops.flags, ops.all);
-    assert_eq!(ops.flags_not_cache, 0, "spin loads hit the cache");
-    // The time-based map puts that share on the flags' node (thread 0's), the rest half and
-    // half on the two nodes with CPUs; the memory traffic is what it is without the spin.
+        }
+    });
+    let r = s.run_with(Box::new(watch)).unwrap();
+    let c = std::mem::take(&mut *c.lock().unwrap());
+    (r, c)
+}
+
+/// Eight threads reading `data` (spread by parallel first touch over the two nodes with CPUs)
+/// and an object `second` of `size_mib` first touched by thread 0, with `extra` on the phase.
+fn with_second_object(second: &str, size_mib: f64, extra: &str) -> Workload {
+    let text = format!(
+        "name = \"w\"\nthreads = 8\n[[object]]\nname = \"data\"\nsize_mib = 32\ninit = \"parallel\"\n\
+         [[object]]\nname = \"{second}\"\nsize_mib = {size_mib}\ninit = \"thread:0\"\n\
+         [[phase]]\nname = \"p\"\nwork_ginstr = 0.3\napki = 20\nmlp = 2\n\
+         access = [{{ object = \"data\", pattern = \"uniform\" }}]\n{extra}\n"
+    );
+    Workload::parse(&text, "test").unwrap()
+}
+
+/// Cache hits on object 1 (`share` of the op samples; `extra` says which, `what` in messages),
+/// as a time-based sampler and op sampling see them, at no cost in memory traffic or time: the
+/// same run as without them, and never seen by a sampler of memory accesses. Returns the op
+/// samples on object 1.
+fn hits_cost_nothing_but_op_samples(second: &str, size_mib: f64, extra: &str, share: f64, what: &str) -> OnObject {
+    let (w, plain) = (with_second_object(second, size_mib, extra), with_second_object(second, size_mib, ""));
+    let (r, ops) = samples_on(&w, 1, ptb_policy::SampledEvent::Ops);
+    let got = ops.on as f64 / ops.all as f64;
+    assert!((got - share).abs() < 0.02, "{what}: {} of {} op samples", ops.on, ops.all);
+    assert_eq!(ops.not_cache, 0, "{what}: loads that hit the cache");
+    // The time-based map puts that share on object 1's node (thread 0's), the rest half and
+    // half on the two nodes with CPUs.
     let c = &r.access_map_sampled.controller_share;
     let total: f64 = c.iter().sum();
     let mut shares: Vec<f64> = c.iter().map(|x| x / total).collect();
     shares.sort_by(f64::total_cmp);
-    assert!((shares[1] - 0.8 * 0.5).abs() < 0.02 && (shares[2] - (0.2 + 0.8 * 0.5)).abs() < 0.02, "{shares:?}");
-    let (p, _) = run(&plain, ptb_policy::SampledEvent::Ops);
-    assert_eq!(r.runtime_s, p.runtime_s);
+    let rest = (1.0 - share) * 0.5;
+    assert!((shares[1] - rest).abs() < 0.02 && (shares[2] - (share + rest)).abs() < 0.02, "{what}: {shares:?}");
+    let (p, _) = samples_on(&plain, 1, ptb_policy::SampledEvent::Ops);
+    assert_eq!(r.runtime_s, p.runtime_s, "{what}");
     assert_eq!(serde_json::to_string(&r.access_map).unwrap(), serde_json::to_string(&p.access_map).unwrap());
-    // A sampler of memory accesses never sees the spin.
-    let (_, misses) = run(&w, ptb_policy::SampledEvent::Misses);
+    let (_, misses) = samples_on(&w, 1, ptb_policy::SampledEvent::Misses);
     assert!(misses.all > 0);
-    assert_eq!(misses.flags, 0);
+    assert_eq!(misses.on, 0, "{what}: a sampler of memory accesses never sees them");
+    ops
+}
+
+#[test]
+fn a_pipelines_spin_wait_is_seen_by_op_samplers_on_the_flags_page_and_costs_no_memory_traffic() {
+    // A pipeline of 28 stages: each of the 8 threads waits 7 / 35 = 20% of the phase spinning
+    // on the flags, one page.
+    let spin = "spin = { object = \"flags\", stages = 28 }";
+    let ops = hits_cost_nothing_but_op_samples("flags", 0.00390625, spin, 0.2, "spin");
+    assert_eq!(ops.pages.len(), 1);
 }
 
 #[test]
 fn a_phases_cache_hits_are_seen_by_op_samplers_over_their_objects_pages_and_cost_no_memory_traffic() {
-    // Eight threads stream data spread by parallel first touch; 30% of their memory ops read a
-    // hot table (first touched by thread 0, on the first node) that stays in the cache.
-    const HOT: &str = r#"
-name = "hot"
-threads = 8
-[[object]]
-name = "data"
-size_mib = 32
-init = "parallel"
-[[object]]
-name = "table"
-size_mib = 4
-init = "thread:0"
-[[phase]]
-name = "gather"
-work_ginstr = 0.3
-apki = 20
-mlp = 2
-access = [{ object = "data", pattern = "uniform" }]
-hits = [{ object = "table", share = 0.3 }]
-"#;
-    use ptb_profile::datasrc::{decode, MemLevel};
-    use std::collections::BTreeSet;
-    use std::sync::{Arc, Mutex};
-    /// Samples on the table (and which of its pages, and whether any is not a cache hit), and
-    /// samples in all.
-    #[derive(Default)]
-    struct Count {
-        table: u64,
-        pages: BTreeSet<u64>,
-        not_cache: u64,
-        all: u64,
-    }
-    let w = Workload::parse(HOT, "test").unwrap();
-    let plain = Workload::parse(&HOT.replace("hits = [{ object = \"table\", share = 0.3 }]\n", ""), "test").unwrap();
-    let run = |w: &Workload, event| {
-        let s = Simulation::new(machine(), vec![w.clone()], SimOptions::default()).unwrap();
-        let o = &s.layout().objects[1];
-        let table = o.start_vpn..o.start_vpn + o.npages as u64;
-        let c = Arc::new(Mutex::new(Count::default()));
-        let seen = c.clone();
-        let ops = Watch(SamplingMode::Address { event, period: 4096 }, move |s: &Snapshot| {
-            let mut c = seen.lock().unwrap();
-            for x in s.samples {
-                c.all += 1;
-                if table.contains(&(x.addr / 4096)) {
-                    c.table += 1;
-                    c.pages.insert(x.addr / 4096);
-                    c.not_cache += u64::from(x.data_src.and_then(decode) != Some(MemLevel::Cache));
-                }
-            }
-        });
-        let r = s.run_with(Box::new(ops)).unwrap();
-        let c = std::mem::take(&mut *c.lock().unwrap());
-        (r, c)
-    };
-    let (r, ops) = run(&w, ptb_policy::SampledEvent::Ops);
-    let share = ops.table as f64 / ops.all as f64;
-    assert!((share - 0.3).abs() < 0.02, "{} of {} op samples on the table", ops.table, ops.all);
-    assert_eq!(ops.not_cache, 0, "the table's loads hit the cache");
+    // 30% of the memory ops read a hot table (4 MiB) that stays in the cache.
+    let hits = "hits = [{ object = \"table\", share = 0.3 }]";
+    let ops = hits_cost_nothing_but_op_samples("table", 4.0, hits, 0.3, "hits");
     assert!(ops.pages.len() > 512, "at random over the table's 1,024 pages: {} seen", ops.pages.len());
-    // The time-based map puts that share on the table's node (thread 0's), the rest half and
-    // half on the two nodes with CPUs; the memory traffic is what it is without the hits.
-    let c = &r.access_map_sampled.controller_share;
-    let total: f64 = c.iter().sum();
-    let mut shares: Vec<f64> = c.iter().map(|x| x / total).collect();
-    shares.sort_by(f64::total_cmp);
-    assert!((shares[1] - 0.7 * 0.5).abs() < 0.02 && (shares[2] - (0.3 + 0.7 * 0.5)).abs() < 0.02, "{shares:?}");
-    let (p, _) = run(&plain, ptb_policy::SampledEvent::Ops);
-    assert_eq!(r.runtime_s, p.runtime_s);
-    assert_eq!(serde_json::to_string(&r.access_map).unwrap(), serde_json::to_string(&p.access_map).unwrap());
-    // A sampler of memory accesses never sees the hits.
-    let (_, misses) = run(&w, ptb_policy::SampledEvent::Misses);
-    assert!(misses.all > 0);
-    assert_eq!(misses.table, 0);
 }
