@@ -325,8 +325,8 @@ impl Workload {
             if self.objects.iter().any(|o| o.name == name) {
                 return Ok(());
             }
-            let names: Vec<&str> = self.objects.iter().map(|o| o.name.as_str()).collect();
-            Err(SimError::workload(origin, field, format!("no object named `{name}` (objects: {names:?})")))
+            let names: Vec<String> = self.objects.iter().map(|o| format!("`{}`", o.name)).collect();
+            Err(SimError::workload(origin, field, format!("no object named `{name}` (objects: {})", names.join(", "))))
         };
         for (i, p) in self.phases.iter().enumerate() {
             let f = |k: &str| format!("phase[{i}].{k}");
