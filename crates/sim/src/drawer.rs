@@ -14,7 +14,7 @@
 //! same order either way, so the samples, and every figure of the run, are the same bit for bit
 //! with or without the second thread.
 
-use crate::layout::Layout;
+use crate::layout::{CacheHit, Layout};
 use crate::pages::{NodeReader, UNALLOCATED};
 use crate::run::Piece;
 use ptb_profile::datasrc::{encode, MemLevel};
@@ -59,20 +59,10 @@ pub(crate) struct Batch {
     pub pieces: Vec<Piece>,
     /// Per-node latencies of the jobs, ns.
     pub lat: Vec<f32>,
-    /// The jobs' cache hits on named objects.
-    pub hits: Vec<HitDraw>,
-}
-
-/// A share of a job's samples that are cache hits on one object.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HitDraw {
-    /// Probability that a sample is such a hit (the shares of a job add up to at most the
-    /// share of its samples that are not DRAM accesses).
-    pub share: f64,
-    pub object: usize,
-    /// On the object's first page (a pipeline's flags: [`crate::layout::SpinSite`]), else at
-    /// random over its pages ([`crate::layout::HitSite`]).
-    pub first_page: bool,
+    /// The jobs' cache hits on named objects: each `share` the probability that a sample is
+    /// such a hit (a job's add up to at most the share of its samples that are not DRAM
+    /// accesses).
+    pub hits: Vec<CacheHit>,
 }
 
 /// Pick a piece by weight (`write` selects the write weights, whose sum is `total`); `x` uniform

@@ -343,31 +343,45 @@ impl Run<'_> {
     fn advance(&mut self, dt: f64, overhead: &[f64]) {
         let nn = self.sim.sm.n_nodes;
         let mut unparked = false;
+        // Per application, what a time-based sampler's ops see of its phase's cache hits (a
+        // pipeline's spin loop on the flags' page, its `hits` over their objects' pages): that
+        // share of its threads' time by node, and the share left to its memory accesses.
+        let hit_time: Vec<(Vec<f64>, f64)> = (0..self.sim.layout.apps.len())
+            .map(|a| {
+                let la = &self.sim.layout.apps[a];
+                let ph = &la.phases[la.sequence[self.apps[a].cur.min(la.sequence.len() - 1)]];
+                let mut time = vec![0.0; if ph.spin.is_none() && ph.hits.is_empty() { 0 } else { nn }];
+                let mut room = 1.0f64;
+                for h in ph.cache_hits() {
+                    let pages = &self.objs[h.object];
+                    if h.first_page {
+                        // The spin loop's time is the phase's whether or not the page is placed.
+                        let share = h.share.min(room.max(0.0));
+                        room -= h.share;
+                        if let Some(n) = pages.get(0) {
+                            time[n] += share;
+                        }
+                        continue;
+                    }
+                    let (totals, share) = (pages.totals(), h.share.min(room.max(0.0)));
+                    let placed: u64 = totals.iter().take(nn).sum();
+                    if placed > 0 && share > 0.0 {
+                        room -= share;
+                        for (x, &k) in time.iter_mut().zip(totals) {
+                            *x += share * k as f64 / placed as f64;
+                        }
+                    }
+                }
+                (time, room.max(0.0))
+            })
+            .collect();
         for t in 0..self.threads.len() {
             let node = self.node_of(t);
             let app = self.sim.layout.threads[t].app;
             let la = &self.sim.layout.apps[app];
             let ph = &la.phases[la.sequence[self.apps[app].cur.min(la.sequence.len() - 1)]];
             let ws = ph.write_share;
-            // A pipeline's spin-wait: that share of the thread's time it runs the spin loop on
-            // the page holding the flags (a time-based sampler's ops land there).
-            let (spin_node, spin) =
-                ph.spin.and_then(|s| Some((self.objs[s.object].get(0)?, s.share))).unwrap_or((usize::MAX, 0.0));
-            // Loads that hit the cache on named objects: that share of its time it runs them, on
-            // the nodes of the objects' pages (empty when the phase has none).
-            let mut hit_time = vec![0.0; if ph.hits.is_empty() { 0 } else { nn }];
-            let mut room = (1.0 - spin).max(0.0);
-            for h in &ph.hits {
-                let (totals, share) = (self.objs[h.object].totals(), h.share.min(room));
-                let placed: u64 = totals.iter().take(nn).sum();
-                if placed > 0 && share > 0.0 {
-                    room -= share;
-                    for (x, &k) in hit_time.iter_mut().zip(totals) {
-                        *x += share * k as f64 / placed as f64;
-                    }
-                }
-            }
-            let other = room.min(1.0 - spin);
+            let (hit_time, other) = (&hit_time[app].0, hit_time[app].1);
             let rt = &mut self.threads[t];
             if !rt.working {
                 continue;
@@ -398,9 +412,8 @@ impl Run<'_> {
                 for n in 0..nn {
                     let share = (1.0 - ws) * rt.f_read[n] + ws * rt.f_write[n];
                     self.acc.access[node * nn + n] += lines * share;
-                    self.acc.access_time[node * nn + n] += run * share * other
-                        + if n == spin_node { run * spin } else { 0.0 }
-                        + hit_time.get(n).map_or(0.0, |h| run * h);
+                    self.acc.access_time[node * nn + n] +=
+                        run * share * other + hit_time.get(n).map_or(0.0, |h| run * h);
                 }
                 self.acc.app_lines[app] += lines;
             }

@@ -72,16 +72,14 @@ impl Run<'_> {
                     entries.push((s, e, t, rt.rate.lines_per_ns * share / (p.end - p.start) as f64));
                 }
             }
-            // Any access to an armed page faults, a cache hit too: the phase's hits over the
-            // object's pages and a pipeline's spin on its first page.
+            // Any access to an armed page faults, a cache hit too: a pipeline's spin on the
+            // object's first page, the phase's hits over all its pages.
             let ops_per_ns = rt.rate.instr_per_ns * ph.mops;
-            for h in ph.hits.iter().filter(|h| h.object == obj && h.share > 0.0) {
-                if a < b.min(np) {
-                    entries.push((a, b.min(np), t, ops_per_ns * h.share / np as f64));
+            for h in ph.cache_hits().filter(|h| h.object == obj && h.share > 0.0) {
+                let (end, pages) = if h.first_page { (1, 1) } else { (np, np) };
+                if a < b.min(end) {
+                    entries.push((a, b.min(end), t, ops_per_ns * h.share / pages as f64));
                 }
-            }
-            if let Some(sp) = ph.spin.filter(|sp| sp.object == obj && sp.share > 0.0 && a == 0 && b > 0) {
-                entries.push((0, 1, t, ops_per_ns * sp.share));
             }
         }
         if entries.is_empty() {

@@ -120,7 +120,27 @@ pub struct SpinSite {
     pub share: f64,
 }
 
+/// A share of a phase's memory ops that hit the cache on one object: its pipeline's spin
+/// loop (on the object's first page) or one of its `hits` (over all its pages).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CacheHit {
+    pub share: f64,
+    pub object: usize,
+    pub first_page: bool,
+}
+
 impl CompiledPhase {
+    /// The phase's cache hits on named objects: the spin loop's, then its `hits`, in that order
+    /// (their shares as given; each user bounds them by what is left of the memory ops).
+    pub(crate) fn cache_hits(&self) -> impl Iterator<Item = CacheHit> + '_ {
+        let spin = self.spin.map(|s| CacheHit { share: s.share, object: s.object, first_page: true });
+        spin.into_iter().chain(self.hits.iter().map(|h| CacheHit {
+            share: h.share,
+            object: h.object,
+            first_page: false,
+        }))
+    }
+
     /// Instructions app thread `j` executes in this phase.
     pub fn instr_of(&self, j: usize) -> f64 {
         self.work_instr * self.thread_work.get(j).copied().unwrap_or(1.0)

@@ -38,7 +38,7 @@
 //! Counts, costs and what each thread's samples may be are decided here, on the run's thread;
 //! the samples themselves are drawn by [`crate::drawer`] (on that thread, or on a second one).
 
-use crate::drawer::{total_weight, yields, HandedOver, HitDraw, Job, Sampler, ToDrawer};
+use crate::drawer::{total_weight, yields, HandedOver, Job, Sampler, ToDrawer};
 use crate::run::Run;
 use crate::solver::{Demand, Rate};
 use ptb_profile::SampledEvent;
@@ -129,10 +129,8 @@ impl Run<'_> {
             // accesses.
             let hits0 = batch.hits.len();
             if matches!(event, SampledEvent::Ops | SampledEvent::Cycles) {
-                let spin = ph.spin.map(|s| HitDraw { share: s.share, object: s.object, first_page: true });
-                let named = ph.hits.iter().map(|h| HitDraw { share: h.share, object: h.object, first_page: false });
                 let mut room = (1.0 - dr.dram).max(0.0);
-                for mut h in spin.into_iter().chain(named) {
+                for mut h in ph.cache_hits() {
                     h.share = h.share.min(room).max(0.0);
                     room -= h.share;
                     if h.share > 0.0 {
