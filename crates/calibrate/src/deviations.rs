@@ -67,6 +67,14 @@ pub const KNOWN: &[(&str, &str)] = &[
         "same cause as asym-subsets-max: on two nodes the chosen links make the worst pair worse than the published one",
     ),
     (
+        "npb-map-lu-interleave-top-node",
+        "the published lu.C maps disagree with each other under the model's reading of the default one. The model's spin-wait loads on the flags page isync (cache hits that op sampling tags, about a fifth of the sampled ops) put 38% of the sampled accesses on that page's node, as the published default map has on node 1; but interleave places that one page on one node too, so the model gives the busiest node 38% under interleave as well, where the published interleave map has 24-27% on every node. If the spin loads were a small share, the default's 38% would have to be data on one node, which the NPB 3.3 source's parallel first touch (setbv, setiv, erhs over k-planes) does not give; which of the two readings is wrong is not known (how the study's maps were sampled is not published)",
+    ),
+    (
+        "npb-map-ep-default-top-node",
+        "ep's arrays are thread-local storage that glibc zero-fills on the creating thread, so they land on the master's node (100% in the model); the published 68% on one node and 30% on another says the master ran on a second node while it created about a third of the team, which the model's team creation (the master stays where it is while it creates the team) does not do. ep makes almost no memory accesses, so no speed-up depends on it",
+    ),
+    (
         "npb-lu-balancing",
         "the model's lu keeps all four controllers busy (18.9 of 19.2 GB/s) under the default, whose pages are already evenly spread by parallel first touch, so neither moving pages towards their users nor spreading them can make it faster; the real lu gained 10% with 43% local accesses, so it was not held by the controllers (a lower memory intensity than the model's apki 10 is a hypothesis, not checked)",
     ),

@@ -223,7 +223,7 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         Expect::Holds,
         (int_gain[0] - int_gain[1]).min(int_gain[1] - int_gain[2]).min(int_gain[2] - int_gain[3] + 0.02),
     );
-    let maps: [(&str, &str, &'static str, f64); 13] = [
+    let maps: [(&str, &str, &'static str, f64); 21] = [
         ("cg", "first-touch", "npb-map-cg-default-local", 0.19),
         ("cg", "interleave", "npb-map-cg-interleave-local", 0.24),
         ("cg", "autonuma", "npb-map-cg-balancing-local", 0.68),
@@ -237,6 +237,14 @@ pub fn run(opts: &Options) -> Result<Report, SimError> {
         ("ep", "autonuma", "npb-map-ep-balancing-local", 0.77),
         ("cg", "first-touch", "npb-map-cg-default-top-node", 0.97),
         ("mg", "first-touch", "npb-map-mg-default-top-node", 0.97),
+        ("cg", "interleave", "npb-map-cg-interleave-top-node", 0.31),
+        ("mg", "interleave", "npb-map-mg-interleave-top-node", 0.27),
+        ("lu", "interleave", "npb-map-lu-interleave-top-node", 0.27),
+        ("cg", "autonuma", "npb-map-cg-balancing-top-node", 0.37),
+        ("mg", "autonuma", "npb-map-mg-balancing-top-node", 0.31),
+        ("lu", "autonuma", "npb-map-lu-balancing-top-node", 0.37),
+        ("ep", "first-touch", "npb-map-ep-default-top-node", 0.68),
+        ("ep", "autonuma", "npb-map-ep-balancing-top-node", 0.38),
     ];
     for (w, p, id, published) in maps {
         let r = get(N4, w, p)?;
