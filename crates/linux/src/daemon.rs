@@ -203,7 +203,10 @@ fn open_source(det: &Detection, cfg: &Config, mode: SamplingMode) -> Result<Opti
     };
     let kind = det.pick(&cfg.source)?;
     let period = cfg.period.unwrap_or(if kind == SourceKind::PageFaults { 1 } else { policy_period });
-    Ok(Some(PerfSource::new(kind, period)))
+    Ok(Some(match mode {
+        SamplingMode::Address { event, .. } => PerfSource::for_event(kind, period, event),
+        _ => PerfSource::new(kind, period),
+    }))
 }
 
 fn merge(stats: &mut Stats, r: &ApplyReport) {
@@ -393,6 +396,7 @@ pub(crate) fn run_with(
                 let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
                 s.samples += st.samples;
                 s.samples_lost += st.lost;
+                s.samples_cache_hits += st.cache_hits;
             }
         }
         if signal.is_some() || alive.is_empty() || stopped() || cfg.max_time.is_some_and(|m| t0.elapsed() >= m) {
@@ -417,6 +421,7 @@ pub(crate) fn run_with(
             let mut s = cfg.stats.lock().map_err(|_| "stats lock poisoned")?;
             s.samples += st.samples;
             s.samples_lost += st.lost;
+            s.samples_cache_hits += st.cache_hits;
         }
         let cycle_samples = std::mem::take(&mut samples);
         // `ptb roi end` of any target (or `--roi` before `ptb roi begin`) pauses the cycle.

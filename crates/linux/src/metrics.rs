@@ -161,6 +161,9 @@ stats! {
         counter samples: u64,
         /// Samples the kernel reported lost.
         counter samples_lost: u64,
+        /// Samples of cache hits dropped: the policy asked for memory accesses and the source
+        /// samples every op (IBS counting ops, SPE).
+        counter samples_cache_hits: u64,
         /// Thread moves applied.
         moved threads_moved: u64,
         /// Base pages migrated.

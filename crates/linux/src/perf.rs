@@ -16,9 +16,11 @@ use perf_event_open::config::{Cpu, Opts, Proc, SampleOn, SampleSkid};
 use perf_event_open::count::Counter;
 use perf_event_open::event::dp::DynamicPmu;
 use perf_event_open::event::sw::Software;
+use perf_event_open::sample::record::sample::{DataSource, MemLevel2};
 use perf_event_open::sample::record::Record;
 use perf_event_open::sample::Sampler;
-use ptb_profile::{AppId, Sample, SampleKind, SampleSource, SourceStats, Tid};
+use ptb_profile::datasrc::{Fields, LvlNum, MemLevel};
+use ptb_profile::{AppId, Sample, SampleKind, SampleSource, SampledEvent, SourceStats, Tid};
 use ptb_topology::CpuId;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -29,8 +31,9 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceKind {
-    /// AMD IBS op sampling (`ibs_op` PMU).
-    IbsOp { pmu_type: u32 },
+    /// AMD IBS op sampling (`ibs_op` PMU); `op_count`: the config bits that make it count
+    /// dispatched ops instead of core cycles (`format/cnt_ctl`), where the PMU has them.
+    IbsOp { pmu_type: u32, op_count: Option<u64> },
     /// Intel PEBS load latency (`cpu/mem-loads/`).
     PebsLoads { pmu_type: u32, config: u64, config1: u64 },
     /// Arm SPE (`arm_spe_0`).
@@ -141,8 +144,10 @@ pub fn detect(root: &Path) -> Detection {
     let ibs = devs.join("ibs_op");
     match read_type(&ibs) {
         Some(t) => {
-            d.found.push(SourceKind::IbsOp { pmu_type: t });
-            d.notes.push(format!("ibs_op: AMD IBS op sampling (type {t})"));
+            let op_count = encode_event(&ibs, "cnt_ctl=1").ok().map(|c| c[0]).filter(|&c| c != 0);
+            d.found.push(SourceKind::IbsOp { pmu_type: t, op_count });
+            let counts = if op_count.is_some() { "cycles or ops" } else { "cycles only: no format/cnt_ctl" };
+            d.notes.push(format!("ibs_op: AMD IBS op sampling (type {t}; counts {counts})"));
         }
         None => d.notes.push("ibs_op: not present (not an AMD CPU with IBS, or IBS not exposed to this VM)".into()),
     }
@@ -171,7 +176,7 @@ pub fn detect(root: &Path) -> Detection {
         None => d.notes.push("arm_spe: not present".into()),
     }
     // The software event always exists in a perf-enabled kernel; check we may open it.
-    match open_counter(&SourceKind::PageFaults, 0, 1) {
+    match open_counter(&SourceKind::PageFaults, 0, 1, false) {
         Ok(_) => {
             d.found.push(SourceKind::PageFaults);
             d.notes.push("software page-faults: usable (coarse: first touches and hinting faults only)".into());
@@ -203,8 +208,37 @@ pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
     })
 }
 
-/// Open one sampling counter on a thread (0 = the calling thread).
-fn open_counter(kind: &SourceKind, tid: u32, period: u64) -> io::Result<Counter> {
+/// The fields of a sample's data source that ptb reads (see [`ptb_profile::datasrc`]).
+fn data_src_fields(ds: &DataSource) -> Fields {
+    let l = &ds.level;
+    let lvl_num = match ds.level2 {
+        MemLevel2::L1 | MemLevel2::L2 | MemLevel2::L3 | MemLevel2::L4 | MemLevel2::AnyCache | MemLevel2::Lfb => {
+            LvlNum::Cache
+        }
+        MemLevel2::Ram | MemLevel2::Pmem => LvlNum::Ram,
+        _ => LvlNum::Unknown,
+    };
+    Fields {
+        store: ds.op.store,
+        hit: l.hit,
+        miss: l.miss,
+        l1: l.l1,
+        lfb: l.lfb,
+        l2: l.l2,
+        l3: l.l3,
+        loc_ram: l.loc_ram,
+        rem_ram1: l.rem_ram1,
+        rem_ram2: l.rem_ram2,
+        rem_cce1: l.rem_cce1,
+        rem_cce2: l.rem_cce2,
+        lvl_num,
+        remote: ds.remote,
+    }
+}
+
+/// Open one sampling counter on a thread (0 = the calling thread); `ops`: an IBS counter
+/// counts dispatched ops (where the PMU can), not core cycles.
+fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool) -> io::Result<Counter> {
     let mut opts = Opts::default();
     opts.exclude.kernel = true;
     opts.exclude.hv = true;
@@ -219,9 +253,13 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64) -> io::Result<Counter>
             opts.exclude.kernel = false; // page faults are counted in the kernel
             Counter::new(Software::PageFault, target, opts)
         }
-        SourceKind::IbsOp { pmu_type } => {
+        SourceKind::IbsOp { pmu_type, op_count } => {
             opts.exclude.kernel = false; // IBS cannot exclude the kernel on older kernels
-            Counter::new(DynamicPmu { ty: pmu_type, config: 0, config1: 0, config2: 0, config3: 0 }, target, opts)
+                                         // The data source of each op (cache hit, local or remote DRAM): Linux 6.1 and
+                                         // later fill it for IBS; older kernels leave it "not available".
+            opts.sample_format.data_source = true;
+            let config = if ops { op_count.unwrap_or(0) } else { 0 };
+            Counter::new(DynamicPmu { ty: pmu_type, config, config1: 0, config2: 0, config3: 0 }, target, opts)
         }
         SourceKind::PebsLoads { pmu_type, config, config1 } => {
             opts.sample_skid = SampleSkid::ReqZero;
@@ -246,6 +284,11 @@ struct Ring {
 pub struct PerfSource {
     kind: SourceKind,
     period: u64,
+    /// IBS counts dispatched ops (a sample stands for `period` ops), not core cycles.
+    ops: bool,
+    /// Samples the source marks as cache hits are dropped: the policy asked for memory accesses
+    /// and the hardware samples every op ([`PerfSource::for_event`]).
+    memory_only: bool,
     /// Ring size: 2^exp data pages.
     exp: u8,
     rings: BTreeMap<Tid, (AppId, Ring)>,
@@ -261,9 +304,34 @@ pub struct PerfSource {
 }
 
 impl PerfSource {
+    /// The source as its hardware samples by default (IBS: one op every `period` cycles).
     pub fn new(kind: SourceKind, period: u64) -> Self {
+        let event = match kind {
+            SourceKind::IbsOp { .. } => SampledEvent::Cycles,
+            SourceKind::Spe { .. } => SampledEvent::Ops,
+            _ => SampledEvent::SlowLoads,
+        };
+        Self::for_event(kind, period, event)
+    }
+
+    /// The source as close to what a policy asks for as its hardware comes: asked for memory
+    /// accesses (`Misses`, `SlowLoads`), a source that samples every op (IBS counting ops, SPE)
+    /// keeps only the samples that are not cache hits, each still standing for `period` ops, so
+    /// that samples x period estimates the accesses as a miss counter's would; asked for ops,
+    /// IBS counts ops. IBS without op counting samples per cycle, and then no sample stands for
+    /// a number of accesses, so nothing is dropped; PEBS load latency delivers slow loads
+    /// whatever is asked. [`Self::mode`] says what the samples are.
+    pub fn for_event(kind: SourceKind, period: u64, event: SampledEvent) -> Self {
+        let memory = matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
+        let (ops, memory_only) = match kind {
+            SourceKind::IbsOp { op_count: Some(_), .. } if event != SampledEvent::Cycles => (true, memory),
+            SourceKind::Spe { .. } => (false, memory),
+            _ => (false, false),
+        };
         PerfSource {
             kind,
+            ops,
+            memory_only,
             period: period.max(1),
             exp: 5,
             rings: BTreeMap::new(),
@@ -327,8 +395,15 @@ impl PerfSource {
 
     /// What this source's samples stand for, as a policy's snapshot says it.
     pub fn mode(&self) -> ptb_policy::SamplingMode {
-        ptb_policy::SamplingMode::of_source(self.kind.name(), self.period)
-            .unwrap_or(ptb_policy::SamplingMode::PageFaults)
+        let event = match self.kind {
+            SourceKind::PageFaults => return ptb_policy::SamplingMode::PageFaults,
+            _ if self.memory_only => SampledEvent::Misses,
+            SourceKind::IbsOp { .. } if self.ops => SampledEvent::Ops,
+            SourceKind::IbsOp { .. } => SampledEvent::Cycles,
+            SourceKind::Spe { .. } => SampledEvent::Ops,
+            SourceKind::PebsLoads { .. } => SampledEvent::SlowLoads,
+        };
+        ptb_policy::SamplingMode::Address { event, period: self.period }
     }
 
     /// Make the set of sampled threads equal to `threads` ((app, tid) pairs): open rings for
@@ -365,7 +440,7 @@ impl PerfSource {
     }
 
     fn open(&self, tid: Tid) -> io::Result<Ring> {
-        let counter = open_counter(&self.kind, tid, self.period)?;
+        let counter = open_counter(&self.kind, tid, self.period, self.ops)?;
         let sampler = counter.sampler(self.exp)?;
         if self.enabled {
             counter.enable()?;
@@ -382,12 +457,14 @@ impl PerfSource {
 impl SampleSource for PerfSource {
     fn describe(&self) -> String {
         let what = match self.kind {
-            SourceKind::IbsOp { .. } => "AMD IBS op",
+            SourceKind::IbsOp { .. } if self.ops => "AMD IBS op, counting ops",
+            SourceKind::IbsOp { .. } => "AMD IBS op, counting cycles",
             SourceKind::PebsLoads { .. } => "Intel PEBS load latency",
             SourceKind::Spe { .. } => "Arm SPE",
             SourceKind::PageFaults => "software page-fault events",
         };
-        format!("{} ({what}, period {})", self.kind.name(), self.period)
+        let only = if self.memory_only { ", memory accesses only (cache hits dropped)" } else { "" };
+        format!("{} ({what}{only}, period {})", self.kind.name(), self.period)
     }
 
     fn drain(&mut self, out: &mut Vec<Sample>) -> io::Result<SourceStats> {
@@ -403,6 +480,12 @@ impl SampleSource for PerfSource {
                             st.other += 1;
                             continue;
                         };
+                        let data_src = s.data_source.as_ref().map(|d| data_src_fields(d).word());
+                        let hit = data_src.and_then(ptb_profile::datasrc::decode) == Some(MemLevel::Cache);
+                        if hit && self.memory_only {
+                            st.cache_hits += 1;
+                            continue;
+                        }
                         let time = s.record_id.time.unwrap_or(0);
                         let t0 = *self.t0.get_or_insert(time);
                         out.push(Sample {
@@ -412,8 +495,7 @@ impl SampleSource for PerfSource {
                             addr,
                             kind,
                             time_ns: time.saturating_sub(t0),
-                            // The crate decodes PERF_SAMPLE_DATA_SRC into fields, not raw bits.
-                            data_src: None,
+                            data_src,
                             latency_ns: s.weight.as_ref().zip(self.ghz).map(|(w, ghz)| {
                                 let cycles = match w {
                                     perf_event_open::sample::record::sample::Weight::Full(v) => *v as f64,
@@ -493,8 +575,122 @@ mod tests {
         std::fs::create_dir_all(&ibs).unwrap();
         std::fs::write(ibs.join("type"), "11\n").unwrap();
         let det = detect(d.path());
-        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11 }));
+        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: None }));
         assert!(det.pick("spe").is_err());
+    }
+
+    #[test]
+    fn detection_sees_whether_ibs_can_count_ops() {
+        let d = tempfile::tempdir().unwrap();
+        let ibs = d.path().join("sys/bus/event_source/devices/ibs_op");
+        std::fs::create_dir_all(ibs.join("format")).unwrap();
+        std::fs::write(ibs.join("type"), "11\n").unwrap();
+        std::fs::write(ibs.join("format/cnt_ctl"), "config:19\n").unwrap();
+        let det = detect(d.path());
+        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19) }));
+        assert!(det.notes[0].contains("cycles or ops"), "{:?}", det.notes);
+    }
+
+    /// What a policy asks for and what the source then delivers (no hardware needed: nothing
+    /// is opened until a thread is tracked).
+    #[test]
+    fn asked_for_memory_accesses_an_op_sampler_drops_cache_hits_and_says_so() {
+        use ptb_policy::SamplingMode::Address;
+        let ibs = |op_count| SourceKind::IbsOp { pmu_type: 11, op_count };
+        let misses = PerfSource::for_event(ibs(Some(1 << 19)), 4096, SampledEvent::Misses);
+        assert_eq!(misses.mode(), Address { event: SampledEvent::Misses, period: 4096 });
+        assert!(misses.describe().contains("counting ops, memory accesses only"), "{}", misses.describe());
+        let ops = PerfSource::for_event(ibs(Some(1 << 19)), 4096, SampledEvent::Ops);
+        assert_eq!(ops.mode(), Address { event: SampledEvent::Ops, period: 4096 });
+        // The thesis' mode, and IBS that cannot count ops: one op every `period` cycles, whose
+        // samples stand for no number of accesses, so none is dropped.
+        let cycles = PerfSource::for_event(ibs(Some(1 << 19)), 4096, SampledEvent::Cycles);
+        assert_eq!(cycles.mode(), Address { event: SampledEvent::Cycles, period: 4096 });
+        let old = PerfSource::for_event(ibs(None), 4096, SampledEvent::Misses);
+        assert_eq!(old.mode(), Address { event: SampledEvent::Cycles, period: 4096 });
+        assert!(!old.memory_only);
+        assert_eq!(PerfSource::new(ibs(Some(1 << 19)), 64).mode(), Address { event: SampledEvent::Cycles, period: 64 });
+        let spe = SourceKind::Spe { pmu_type: 9, config: 0 };
+        let spe_misses = PerfSource::for_event(spe.clone(), 512, SampledEvent::Misses);
+        assert_eq!(spe_misses.mode(), Address { event: SampledEvent::Misses, period: 512 });
+        assert_eq!(PerfSource::new(spe, 512).mode(), Address { event: SampledEvent::Ops, period: 512 });
+        let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30 };
+        let slow = PerfSource::for_event(pebs, 100, SampledEvent::Misses);
+        assert_eq!(slow.mode(), Address { event: SampledEvent::SlowLoads, period: 100 });
+        assert_eq!(PerfSource::new(SourceKind::PageFaults, 1).mode(), ptb_policy::SamplingMode::PageFaults);
+    }
+
+    /// A data source as the perf crate hands it over: nothing known but what `f` sets.
+    fn data_source(f: impl FnOnce(&mut DataSource)) -> DataSource {
+        use perf_event_open::sample::record::sample as ps;
+        let mut d = DataSource {
+            op: ps::MemOp { na: false, load: true, store: false, prefetch: false, exec: false },
+            level: ps::MemLevel {
+                na: false,
+                hit: false,
+                miss: false,
+                l1: false,
+                lfb: false,
+                l2: false,
+                l3: false,
+                loc_ram: false,
+                rem_ram1: false,
+                rem_ram2: false,
+                rem_cce1: false,
+                rem_cce2: false,
+                io: false,
+                unc: false,
+            },
+            snoop: ps::MemSnoop {
+                na: true,
+                none: false,
+                hit: false,
+                miss: false,
+                hit_m: false,
+                fwd: false,
+                peer: false,
+            },
+            lock: ps::MemLock { na: true, locked: false },
+            tlb: ps::MemTlb { na: true, hit: false, miss: false, l1: false, l2: false, walker: false, fault: false },
+            level2: MemLevel2::Na,
+            remote: false,
+            block: ps::MemBlock { na: true, data: false, addr: false },
+            hops: ps::MemHop::Unknown,
+            region: ps::MemRegion::Na,
+        };
+        f(&mut d);
+        d
+    }
+
+    #[test]
+    fn data_sources_read_as_cache_hits_local_and_remote_dram() {
+        let level = |d: DataSource| ptb_profile::datasrc::decode(data_src_fields(&d).word());
+        // IBS on Linux 6.1+: lvl_num and the remote bit.
+        let hit = data_source(|d| {
+            d.level.hit = true;
+            d.level.l1 = true;
+            d.level2 = MemLevel2::L1;
+        });
+        assert_eq!(level(hit), Some(MemLevel::Cache));
+        let ram = |remote| {
+            data_source(|d| {
+                d.level.hit = true;
+                d.level2 = MemLevel2::Ram;
+                d.remote = remote;
+            })
+        };
+        assert_eq!(level(ram(false)), Some(MemLevel::LocalDram));
+        assert_eq!(level(ram(true)), Some(MemLevel::RemoteDram));
+        // PEBS on older kernels: the mem_lvl flags only; a store keeps its kind.
+        let old = data_source(|d| {
+            d.level.hit = true;
+            d.level.rem_ram1 = true;
+            d.op.store = true;
+        });
+        assert_eq!(level(old.clone()), Some(MemLevel::RemoteDram));
+        assert_eq!(data_src_fields(&old).word() & 0x1f, 0x04, "a store");
+        // Not available (IBS before 6.1): no level, so the sample counts as a memory access.
+        assert_eq!(level(data_source(|d| d.level.na = true)), None);
     }
 
     /// Map `n` fresh anonymous pages, touch each once, unmap; return the samples that fell in

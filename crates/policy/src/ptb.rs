@@ -215,6 +215,17 @@ impl Policy for Ptb {
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {
+        // A source that samples every memory op (IBS op, SPE) tags cache hits as such; they load
+        // no memory, so ptb's traffic, its evidence of who uses a page and its overlap estimate
+        // are the other samples' (each still stands for `period` ops: their count times the
+        // period estimates the memory accesses).
+        let memory: Vec<ptb_profile::Sample>;
+        let snap = if snap.samples.iter().all(|s| s.is_memory_access()) {
+            snap
+        } else {
+            memory = snap.samples.iter().filter(|s| s.is_memory_access()).cloned().collect();
+            &Snapshot { samples: &memory, ..*snap }
+        };
         let mut plan = Plan::default();
         if self.p.pin_threads {
             plan.threads = self.pins.observe(snap, DECAY);

@@ -88,6 +88,68 @@ pub fn decode(word: u64) -> Option<MemLevel> {
     None
 }
 
+/// The fields of a data-source word that [`decode`] reads, one by one: what a perf reader that
+/// splits the word into flags (the `perf-event-open` crate) hands over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    pub store: bool,
+    /// `mem_lvl` flags.
+    pub hit: bool,
+    pub miss: bool,
+    pub l1: bool,
+    pub lfb: bool,
+    pub l2: bool,
+    pub l3: bool,
+    pub loc_ram: bool,
+    pub rem_ram1: bool,
+    pub rem_ram2: bool,
+    pub rem_cce1: bool,
+    pub rem_cce2: bool,
+    /// `mem_lvl_num`.
+    pub lvl_num: LvlNum,
+    /// `mem_remote`.
+    pub remote: bool,
+}
+
+/// The `mem_lvl_num` values [`decode`] tells apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LvlNum {
+    /// Not given (or a value ptb does not read): the `mem_lvl` flags decide.
+    #[default]
+    Unknown,
+    /// L1-L4, any cache, a line-fill buffer.
+    Cache,
+    /// DRAM or persistent memory.
+    Ram,
+}
+
+impl Fields {
+    /// The data-source word with these fields (the others zero).
+    pub fn word(&self) -> u64 {
+        let flags = [
+            (self.hit, LVL_HIT),
+            (self.miss, LVL_MISS),
+            (self.l1, LVL_L1),
+            (self.lfb, LVL_LFB),
+            (self.l2, LVL_L2),
+            (self.l3, LVL_L3),
+            (self.loc_ram, LVL_LOC_RAM),
+            (self.rem_ram1, LVL_REM_RAM1),
+            (self.rem_ram2, LVL_REM_RAM2),
+            (self.rem_cce1, LVL_REM_CCE1),
+            (self.rem_cce2, LVL_REM_CCE2),
+        ];
+        let lvl = flags.iter().filter(|f| f.0).fold(0, |a, f| a | f.1);
+        let num = match self.lvl_num {
+            LvlNum::Unknown => 0,
+            LvlNum::Cache => LVLNUM_L1,
+            LvlNum::Ram => LVLNUM_RAM,
+        };
+        let op = if self.store { OP_STORE } else { OP_LOAD };
+        (op << OP_SHIFT) | (lvl << LVL_SHIFT) | (num << LVLNUM_SHIFT) | (u64::from(self.remote) << REMOTE_SHIFT)
+    }
+}
+
 /// Encode a level and the operation as a `PERF_SAMPLE_DATA_SRC` word (what IBS op or PEBS
 /// report for a hit in L1, a local DRAM access or a remote DRAM access).
 pub fn encode(level: MemLevel, store: bool) -> u64 {
@@ -124,6 +186,21 @@ mod tests {
         assert_eq!(decode(1 << LVL_SHIFT), None);
         assert_eq!(decode((LVL_L1 | LVL_MISS) << LVL_SHIFT), None);
         assert_eq!(decode(0), None);
+    }
+
+    #[test]
+    fn fields_read_as_the_word_they_come_from() {
+        let dram = |remote| Fields { hit: true, loc_ram: true, lvl_num: LvlNum::Ram, remote, ..Default::default() };
+        assert_eq!(decode(dram(false).word()), Some(MemLevel::LocalDram));
+        assert_eq!(decode(dram(true).word()), Some(MemLevel::RemoteDram));
+        let l1 = Fields { hit: true, l1: true, lvl_num: LvlNum::Cache, store: true, ..Default::default() };
+        assert_eq!(decode(l1.word()), Some(MemLevel::Cache));
+        assert_eq!(l1.word(), encode(MemLevel::Cache, true));
+        // A remote cache is a remote access; an old kernel's flags alone still decode.
+        assert_eq!(decode(Fields { remote: true, ..l1 }.word()), Some(MemLevel::RemoteDram));
+        let old = Fields { hit: true, rem_ram1: true, ..Default::default() };
+        assert_eq!(decode(old.word()), Some(MemLevel::RemoteDram));
+        assert_eq!(decode(Fields::default().word()), None, "nothing known: no level");
     }
 
     proptest! {

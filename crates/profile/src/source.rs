@@ -11,6 +11,8 @@ pub struct SourceStats {
     pub lost: u64,
     /// Records that were not samples and were skipped (throttle, unknown records).
     pub other: u64,
+    /// Samples of cache hits dropped because the source was asked for memory accesses only.
+    pub cache_hits: u64,
 }
 
 impl SourceStats {
@@ -19,6 +21,7 @@ impl SourceStats {
         self.samples += o.samples;
         self.lost += o.lost;
         self.other += o.other;
+        self.cache_hits += o.cache_hits;
     }
 }
 

@@ -259,9 +259,14 @@ pub fn manage(
     drop(server);
     let out = out?;
     let st = &out.stats;
+    let hits = if st.samples_cache_hits > 0 {
+        format!(", {} of cache hits dropped", plural(st.samples_cache_hits, "sample", "samples"))
+    } else {
+        String::new()
+    };
     if st.dry_run {
         say!(
-            "ptb: dry run: {}, {} ({} lost); would have moved {} and {} (nothing was moved)",
+            "ptb: dry run: {}, {} ({} lost{hits}); would have moved {} and {} (nothing was moved)",
             plural(st.cycles, "cycle", "cycles"),
             plural(st.samples, "sample", "samples"),
             st.samples_lost,
@@ -270,7 +275,7 @@ pub fn manage(
         );
     } else {
         say!(
-            "ptb: {}, {} ({} lost), {} moved, {} moved{}, {} failed",
+            "ptb: {}, {} ({} lost{hits}), {} moved, {} moved{}, {} failed",
             plural(st.cycles, "cycle", "cycles"),
             plural(st.samples, "sample", "samples"),
             st.samples_lost,

@@ -99,6 +99,32 @@ fn run_cycles(p: &mut Ptb, w: &World, samples: &[Sample], period: u64, n: usize)
     (0..n).map(|_| p.decide(&snap(w, samples, period))).collect()
 }
 
+/// IBS op and SPE tag every memory op, cache hits included: hits load no memory, so a program
+/// whose threads all hit one page in their caches (a flag they spin on, a small table) gets the
+/// plan its memory accesses alone would give.
+#[test]
+fn cache_hits_change_nothing() {
+    use ptb_profile::datasrc::{encode, MemLevel};
+    let w = world(2048, 0);
+    let dram = private_slices(200);
+    let mut with_hits = dram.clone();
+    for cpu in 0..16u32 {
+        for _ in 0..2_000 {
+            with_hits.push(Sample { data_src: Some(encode(MemLevel::Cache, false)), ..sample(cpu, 7) });
+        }
+    }
+    let (mut a, mut b) = (Ptb::new(PtbParams::default()), Ptb::new(PtbParams::default()));
+    let mut moved = 0;
+    for _ in 0..3 {
+        let (pa, pb) = (a.decide(&snap(&w, &dram, 8192)), b.decide(&snap(&w, &with_hits, 8192)));
+        let what = |p: &Plan| format!("{:?} {:?} {:?}", p.ranges, p.pages, p.threads);
+        assert_eq!(what(&pa), what(&pb));
+        assert_eq!(pa.stats.get("demand_share"), pb.stats.get("demand_share"));
+        moved += pa.ranges.len() + pa.pages.len();
+    }
+    assert!(moved > 0, "the accesses alone move the private slices home");
+}
+
 #[test]
 fn private_slices_first_touched_on_one_node_go_home() {
     let w = world(2048, 0);
