@@ -208,6 +208,18 @@ pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
     })
 }
 
+/// A sample's latency in ns from its weight (core cycles) and the core clock; `None` for a
+/// weight of 0, which says no latency was measured (IBS: an op that is not a load missing the
+/// data cache, or a kernel before 6.1), not an access that took no time.
+fn latency_ns(w: &perf_event_open::sample::record::sample::Weight, ghz: f64) -> Option<f32> {
+    use perf_event_open::sample::record::sample::Weight;
+    let cycles = match w {
+        Weight::Full(v) => *v as f64,
+        Weight::Vars { var1, .. } => f64::from(*var1),
+    };
+    (cycles > 0.0 && ghz > 0.0).then(|| (cycles / ghz) as f32)
+}
+
 /// The fields of a sample's data source that ptb reads (see [`ptb_profile::datasrc`]).
 fn data_src_fields(ds: &DataSource) -> Fields {
     let l = &ds.level;
@@ -258,6 +270,9 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool) -> io::Resu
                                          // The data source of each op (cache hit, local or remote DRAM): Linux 6.1 and
                                          // later fill it for IBS; older kernels leave it "not available".
             opts.sample_format.data_source = true;
+            // The load's latency (IbsDcMissLat, core cycles) for loads that missed the data
+            // cache, from Linux 6.1; 0 for other ops and on older kernels.
+            opts.sample_format.weight = Some(perf_event_open::config::Repr::Full);
             let config = if ops { op_count.unwrap_or(0) } else { 0 };
             Counter::new(DynamicPmu { ty: pmu_type, config, config1: 0, config2: 0, config3: 0 }, target, opts)
         }
@@ -496,13 +511,7 @@ impl SampleSource for PerfSource {
                             kind,
                             time_ns: time.saturating_sub(t0),
                             data_src,
-                            latency_ns: s.weight.as_ref().zip(self.ghz).map(|(w, ghz)| {
-                                let cycles = match w {
-                                    perf_event_open::sample::record::sample::Weight::Full(v) => *v as f64,
-                                    perf_event_open::sample::record::sample::Weight::Vars { var1, .. } => *var1 as f64,
-                                };
-                                (cycles / ghz) as f32
-                            }),
+                            latency_ns: s.weight.as_ref().zip(self.ghz).and_then(|(w, ghz)| latency_ns(w, ghz)),
                             phys: s.data_phys_addr,
                         });
                         st.samples += 1;
@@ -660,6 +669,14 @@ mod tests {
         };
         f(&mut d);
         d
+    }
+
+    #[test]
+    fn a_zero_weight_is_no_latency() {
+        use perf_event_open::sample::record::sample::Weight;
+        assert_eq!(latency_ns(&Weight::Full(420), 2.1), Some(200.0));
+        assert_eq!(latency_ns(&Weight::Vars { var1: 210, var2: 7, var3: 0 }, 2.1), Some(100.0));
+        assert_eq!(latency_ns(&Weight::Full(0), 2.1), None, "IBS: not a load that missed the data cache");
     }
 
     #[test]
