@@ -167,12 +167,16 @@ pub fn detect(root: &Path) -> Detection {
     let spe = std::fs::read_dir(&devs)
         .ok()
         .and_then(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| p.to_string_lossy().contains("arm_spe")));
+    // Arm SPE writes its records (address, latency, data source packets) into an AUX trace
+    // buffer, not as perf samples in the ring: without an AUX area mapped its driver never
+    // starts, so a ring alone delivers nothing. ptb does not decode that buffer yet, so SPE is
+    // named, never picked (`--source spe` says why).
     match spe.as_deref().and_then(|p| Some((p, read_type(p)?))) {
-        Some((p, t)) => {
-            let c = encode_event(p, "load_filter=1,store_filter=1,ts_enable=1").map(|x| x[0]).unwrap_or(0);
-            d.found.push(SourceKind::Spe { pmu_type: t, config: c });
-            d.notes.push(format!("{}: Arm SPE (type {t})", p.file_name().unwrap_or_default().to_string_lossy()));
-        }
+        Some((p, t)) => d.notes.push(format!(
+            "{}: Arm SPE present (type {t}) but not used: its samples come through an AUX trace buffer, \
+             which ptb does not decode yet",
+            p.file_name().unwrap_or_default().to_string_lossy()
+        )),
         None => d.notes.push("arm_spe: not present".into()),
     }
     // The software event always exists in a perf-enabled kernel; check we may open it.
@@ -586,6 +590,18 @@ mod tests {
         let det = detect(d.path());
         assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: None }));
         assert!(det.pick("spe").is_err());
+    }
+
+    #[test]
+    fn arm_spe_is_named_but_never_picked() {
+        let d = tempfile::tempdir().unwrap();
+        let spe = d.path().join("sys/bus/event_source/devices/arm_spe_0");
+        std::fs::create_dir_all(&spe).unwrap();
+        std::fs::write(spe.join("type"), "9\n").unwrap();
+        let det = detect(d.path());
+        assert!(det.found.iter().all(|k| !matches!(k, SourceKind::Spe { .. })), "{:?}", det.found);
+        let e = det.pick("spe").unwrap_err();
+        assert!(e.contains("AUX trace buffer"), "{e}");
     }
 
     #[test]
