@@ -32,8 +32,10 @@ use std::path::Path;
 #[serde(rename_all = "kebab-case")]
 pub enum SourceKind {
     /// AMD IBS op sampling (`ibs_op` PMU); `op_count`: the config bits that make it count
-    /// dispatched ops instead of core cycles (`format/cnt_ctl`), where the PMU has them.
-    IbsOp { pmu_type: u32, op_count: Option<u64> },
+    /// dispatched ops instead of core cycles (`format/cnt_ctl`), `miss_only`: the bits that make
+    /// it keep only ops that missed the last-level cache (`format/l3missonly`, Zen 4 and later),
+    /// where the PMU has them.
+    IbsOp { pmu_type: u32, op_count: Option<u64>, miss_only: Option<u64> },
     /// Intel PEBS load latency (`cpu/mem-loads/`).
     PebsLoads { pmu_type: u32, config: u64, config1: u64 },
     /// Arm SPE (`arm_spe_0`).
@@ -144,10 +146,12 @@ pub fn detect(root: &Path) -> Detection {
     let ibs = devs.join("ibs_op");
     match read_type(&ibs) {
         Some(t) => {
-            let op_count = encode_event(&ibs, "cnt_ctl=1").ok().map(|c| c[0]).filter(|&c| c != 0);
-            d.found.push(SourceKind::IbsOp { pmu_type: t, op_count });
+            let bits = |term: &str| encode_event(&ibs, term).ok().map(|c| c[0]).filter(|&c| c != 0);
+            let (op_count, miss_only) = (bits("cnt_ctl=1"), bits("l3missonly=1"));
+            d.found.push(SourceKind::IbsOp { pmu_type: t, op_count, miss_only });
             let counts = if op_count.is_some() { "cycles or ops" } else { "cycles only: no format/cnt_ctl" };
-            d.notes.push(format!("ibs_op: AMD IBS op sampling (type {t}; counts {counts})"));
+            let misses = if miss_only.is_some() { "; last-level misses only on request" } else { "" };
+            d.notes.push(format!("ibs_op: AMD IBS op sampling (type {t}; counts {counts}{misses})"));
         }
         None => d.notes.push("ibs_op: not present (not an AMD CPU with IBS, or IBS not exposed to this VM)".into()),
     }
@@ -180,7 +184,7 @@ pub fn detect(root: &Path) -> Detection {
         None => d.notes.push("arm_spe: not present".into()),
     }
     // The software event always exists in a perf-enabled kernel; check we may open it.
-    match open_counter(&SourceKind::PageFaults, 0, 1, false) {
+    match open_counter(&SourceKind::PageFaults, 0, 1, false, false) {
         Ok(_) => {
             d.found.push(SourceKind::PageFaults);
             d.notes.push("software page-faults: usable (coarse: first touches and hinting faults only)".into());
@@ -211,6 +215,14 @@ pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
         (k.trim() == "cpu MHz").then(|| v.trim().parse::<f64>().ok()).flatten()
     })
 }
+
+/// Share of the sampled memory ops that are memory accesses before any drain has shown it: a
+/// memory-bound program's few percent (the first drain with [`MIN_SEEN`] samples replaces it).
+const KEPT_SHARE_PRIOR: f64 = 1.0 / 32.0;
+/// Most thinning of an op sampler asked for memory accesses (period x this at most).
+const MAX_THINNING: u64 = 1024;
+/// Sampled memory ops a drain needs before its kept share counts.
+const MIN_SEEN: u64 = 64;
 
 /// A sample's latency in ns from its weight (core cycles) and the core clock; `None` for a
 /// weight of 0, which says no latency was measured (IBS: an op that is not a load missing the
@@ -253,8 +265,9 @@ fn data_src_fields(ds: &DataSource) -> Fields {
 }
 
 /// Open one sampling counter on a thread (0 = the calling thread); `ops`: an IBS counter
-/// counts dispatched ops (where the PMU can), not core cycles.
-fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool) -> io::Result<Counter> {
+/// counts dispatched ops (where the PMU can), not core cycles; `misses`: it keeps only ops that
+/// missed the last-level cache (where the PMU can).
+fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: bool) -> io::Result<Counter> {
     let mut opts = Opts::default();
     opts.exclude.kernel = true;
     opts.exclude.hv = true;
@@ -269,7 +282,7 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool) -> io::Resu
             opts.exclude.kernel = false; // page faults are counted in the kernel
             Counter::new(Software::PageFault, target, opts)
         }
-        SourceKind::IbsOp { pmu_type, op_count } => {
+        SourceKind::IbsOp { pmu_type, op_count, miss_only } => {
             opts.exclude.kernel = false; // IBS cannot exclude the kernel on older kernels
                                          // The data source of each op (cache hit, local or remote DRAM): Linux 6.1 and
                                          // later fill it for IBS; older kernels leave it "not available".
@@ -277,7 +290,7 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool) -> io::Resu
             // The load's latency (IbsDcMissLat, core cycles) for loads that missed the data
             // cache, from Linux 6.1; 0 for other ops and on older kernels.
             opts.sample_format.weight = Some(perf_event_open::config::Repr::Full);
-            let config = if ops { op_count.unwrap_or(0) } else { 0 };
+            let config = if ops { op_count.unwrap_or(0) } else { 0 } | if misses { miss_only.unwrap_or(0) } else { 0 };
             Counter::new(DynamicPmu { ty: pmu_type, config, config1: 0, config2: 0, config3: 0 }, target, opts)
         }
         SourceKind::PebsLoads { pmu_type, config, config1 } => {
@@ -308,6 +321,13 @@ pub struct PerfSource {
     /// Samples the source marks as cache hits are dropped: the policy asked for memory accesses
     /// and the hardware samples every op ([`PerfSource::for_event`]).
     memory_only: bool,
+    /// The hardware itself keeps only last-level misses (IBS `l3missonly`).
+    hw_misses: bool,
+    /// The period asked for (`period` is the one programmed: larger where ops are thinned).
+    asked: u64,
+    /// Share of the sampled memory ops that are memory accesses, as the samples show it
+    /// ([`Self::observe_kept`]); it sets how far the op period is thinned.
+    kept_share: f64,
     /// Ring size: 2^exp data pages.
     exp: u8,
     rings: BTreeMap<Tid, (AppId, Ring)>,
@@ -342,15 +362,20 @@ impl PerfSource {
     /// whatever is asked. [`Self::mode`] says what the samples are.
     pub fn for_event(kind: SourceKind, period: u64, event: SampledEvent) -> Self {
         let memory = matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
-        let (ops, memory_only) = match kind {
-            SourceKind::IbsOp { op_count: Some(_), .. } if event != SampledEvent::Cycles => (true, memory),
-            SourceKind::Spe { .. } => (false, memory),
-            _ => (false, false),
+        let (ops, memory_only, hw_misses) = match kind {
+            SourceKind::IbsOp { op_count: Some(_), miss_only, .. } if event != SampledEvent::Cycles => {
+                (true, memory, memory && miss_only.is_some())
+            }
+            SourceKind::Spe { .. } => (false, memory, false),
+            _ => (false, false, false),
         };
-        PerfSource {
+        let mut src = PerfSource {
             kind,
             ops,
             memory_only,
+            hw_misses,
+            asked: period.max(1),
+            kept_share: KEPT_SHARE_PRIOR,
             period: period.max(1),
             exp: 5,
             rings: BTreeMap::new(),
@@ -358,7 +383,43 @@ impl PerfSource {
             open_errors: BTreeMap::new(),
             ghz: core_ghz(std::path::Path::new("/")),
             enabled: true,
+        };
+        src.period = src.thinned(src.asked);
+        src
+    }
+
+    /// The op period that costs as many interrupts as `asked` memory accesses would: where a
+    /// sampler of every op keeps only its memory accesses (`kept_share` of them), one op in
+    /// `asked / kept_share`; else `asked`. A miss counter at period `asked` interrupts once per
+    /// `asked` misses; an op sampler at the same period would interrupt `1 / kept_share` times
+    /// as often (a program whose ops are 2% memory accesses: 50 times) for the same samples, an
+    /// overhead no policy priced. Thinned, it keeps `kept_share` as many samples, each standing
+    /// for the period programmed.
+    fn thinned(&self, asked: u64) -> u64 {
+        if !self.memory_only || self.hw_misses {
+            return asked;
         }
+        let q = asked as f64 / self.kept_share.clamp(1.0 / MAX_THINNING as f64, 1.0);
+        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
+    }
+
+    /// What one drain saw: `seen` sampled memory ops, `kept` of them memory accesses. Updates
+    /// the kept share and, where it moved the thinned period by more than a quarter,
+    /// reprograms the rings.
+    fn observe_kept(&mut self, seen: u64, kept: u64) {
+        if !self.memory_only || self.hw_misses || seen < MIN_SEEN {
+            return;
+        }
+        self.kept_share = (kept.max(1) as f64 / seen as f64).min(1.0);
+        let q = self.thinned(self.asked);
+        if (q as f64 - self.period as f64).abs() > 0.25 * self.period as f64 {
+            self.program(q);
+        }
+    }
+
+    /// The period asked for ([`Self::period`] is the one programmed).
+    pub fn asked_period(&self) -> u64 {
+        self.asked
     }
 
     /// Sample once every `period` events from now on, on every open ring and every ring
@@ -366,6 +427,12 @@ impl PerfSource {
     /// refuses the value) is closed, and [`Self::track`] opens it again at the new period.
     /// Returns how many rings were closed that way.
     pub fn set_period(&mut self, period: u64) -> usize {
+        self.asked = period.max(1);
+        self.program(self.thinned(self.asked))
+    }
+
+    /// Program `period` on every ring (see [`Self::set_period`]).
+    fn program(&mut self, period: u64) -> usize {
         let period = period.max(1);
         if period == self.period {
             return 0;
@@ -459,7 +526,7 @@ impl PerfSource {
     }
 
     fn open(&self, tid: Tid) -> io::Result<Ring> {
-        let counter = open_counter(&self.kind, tid, self.period, self.ops)?;
+        let counter = open_counter(&self.kind, tid, self.period, self.ops, self.hw_misses)?;
         let sampler = counter.sampler(self.exp)?;
         if self.enabled {
             counter.enable()?;
@@ -489,6 +556,8 @@ impl SampleSource for PerfSource {
     fn drain(&mut self, out: &mut Vec<Sample>) -> io::Result<SourceStats> {
         let mut st = SourceStats::default();
         let kind = if self.kind == SourceKind::PageFaults { SampleKind::PageFault } else { SampleKind::Access };
+        // Memory ops with a known data source, and the memory accesses among them.
+        let (mut seen, mut kept) = (0u64, 0u64);
         for (&tid, (app, ring)) in &self.rings {
             let _ = &ring.counter;
             let Some(iter) = ring.sampler.iter() else { continue };
@@ -500,11 +569,13 @@ impl SampleSource for PerfSource {
                             continue;
                         };
                         let data_src = s.data_source.as_ref().map(|d| data_src_fields(d).word());
-                        let hit = data_src.and_then(ptb_profile::datasrc::decode) == Some(MemLevel::Cache);
-                        if hit && self.memory_only {
+                        let level = data_src.and_then(ptb_profile::datasrc::decode);
+                        seen += u64::from(level.is_some());
+                        if level == Some(MemLevel::Cache) && self.memory_only {
                             st.cache_hits += 1;
                             continue;
                         }
+                        kept += u64::from(level.is_some());
                         let time = s.record_id.time.unwrap_or(0);
                         let t0 = *self.t0.get_or_insert(time);
                         out.push(Sample {
@@ -526,6 +597,7 @@ impl SampleSource for PerfSource {
                 }
             }
         }
+        self.observe_kept(seen, kept);
         Ok(st)
     }
 }
@@ -588,7 +660,7 @@ mod tests {
         std::fs::create_dir_all(&ibs).unwrap();
         std::fs::write(ibs.join("type"), "11\n").unwrap();
         let det = detect(d.path());
-        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: None }));
+        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: None, miss_only: None }));
         assert!(det.pick("spe").is_err());
     }
 
@@ -612,8 +684,13 @@ mod tests {
         std::fs::write(ibs.join("type"), "11\n").unwrap();
         std::fs::write(ibs.join("format/cnt_ctl"), "config:19\n").unwrap();
         let det = detect(d.path());
-        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19) }));
+        assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None }));
         assert!(det.notes[0].contains("cycles or ops"), "{:?}", det.notes);
+        std::fs::write(ibs.join("format/l3missonly"), "config:16\n").unwrap();
+        let det = detect(d.path());
+        let zen4 = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: Some(1 << 16) };
+        assert_eq!(det.best(), Some(&zen4));
+        assert!(det.notes[0].contains("last-level misses only"), "{:?}", det.notes);
     }
 
     /// What a policy asks for and what the source then delivers (no hardware needed: nothing
@@ -621,9 +698,11 @@ mod tests {
     #[test]
     fn asked_for_memory_accesses_an_op_sampler_drops_cache_hits_and_says_so() {
         use ptb_policy::SamplingMode::Address;
-        let ibs = |op_count| SourceKind::IbsOp { pmu_type: 11, op_count };
+        let ibs = |op_count| SourceKind::IbsOp { pmu_type: 11, op_count, miss_only: None };
+        // Thinned (see the next test) until a drain shows how many ops are memory accesses.
         let misses = PerfSource::for_event(ibs(Some(1 << 19)), 4096, SampledEvent::Misses);
-        assert_eq!(misses.mode(), Address { event: SampledEvent::Misses, period: 4096 });
+        assert_eq!(misses.mode(), Address { event: SampledEvent::Misses, period: 4096 * 32 });
+        assert_eq!(misses.asked_period(), 4096);
         assert!(misses.describe().contains("counting ops, memory accesses only"), "{}", misses.describe());
         let ops = PerfSource::for_event(ibs(Some(1 << 19)), 4096, SampledEvent::Ops);
         assert_eq!(ops.mode(), Address { event: SampledEvent::Ops, period: 4096 });
@@ -637,12 +716,39 @@ mod tests {
         assert_eq!(PerfSource::new(ibs(Some(1 << 19)), 64).mode(), Address { event: SampledEvent::Cycles, period: 64 });
         let spe = SourceKind::Spe { pmu_type: 9, config: 0 };
         let spe_misses = PerfSource::for_event(spe.clone(), 512, SampledEvent::Misses);
-        assert_eq!(spe_misses.mode(), Address { event: SampledEvent::Misses, period: 512 });
+        assert_eq!(spe_misses.mode(), Address { event: SampledEvent::Misses, period: 512 * 32 });
         assert_eq!(PerfSource::new(spe, 512).mode(), Address { event: SampledEvent::Ops, period: 512 });
         let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30 };
         let slow = PerfSource::for_event(pebs, 100, SampledEvent::Misses);
         assert_eq!(slow.mode(), Address { event: SampledEvent::SlowLoads, period: 100 });
         assert_eq!(PerfSource::new(SourceKind::PageFaults, 1).mode(), ptb_policy::SamplingMode::PageFaults);
+    }
+
+    /// Asked for memory accesses, IBS without a miss filter samples every op: its period is
+    /// thinned by the share of the sampled memory ops that are memory accesses, so that it
+    /// interrupts as often as a miss sampler at the period asked (and says what one kept sample
+    /// stands for); IBS with one (Zen 4) keeps the period asked.
+    #[test]
+    fn an_op_sampler_asked_for_misses_costs_what_a_miss_sampler_would() {
+        let ibs = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None };
+        let mut s = PerfSource::for_event(ibs, 8192, SampledEvent::Misses);
+        s.observe_kept(1000, 50); // 5% of the memory ops went to memory
+        assert_eq!((s.asked_period(), s.period()), (8192, 8192 * 20));
+        s.observe_kept(1000, 45); // within a quarter: left as programmed
+        assert_eq!(s.period(), 8192 * 20);
+        s.observe_kept(10, 10); // too few to count
+        assert_eq!(s.period(), 8192 * 20);
+        s.observe_kept(1000, 1000); // every op a memory access: no thinning
+        assert_eq!(s.period(), 8192);
+        s.observe_kept(100_000, 0); // never a memory access: thinned at most 1024 times
+        assert_eq!(s.period(), 8192 * 1024);
+        assert_eq!(s.set_period(4096), 0, "no ring open");
+        assert_eq!((s.asked_period(), s.period()), (4096, 4096 * 1024));
+        let zen4 = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: Some(1 << 16) };
+        let mut z = PerfSource::for_event(zen4, 8192, SampledEvent::Misses);
+        z.observe_kept(1000, 50);
+        assert_eq!(z.period(), 8192);
+        assert!(z.hw_misses && z.memory_only);
     }
 
     /// A data source as the perf crate hands it over: nothing known but what `f` sets.

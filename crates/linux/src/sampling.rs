@@ -32,6 +32,11 @@ pub trait LiveSource: SampleSource {
     fn track_more(&mut self, threads: &[(AppId, Tid)]);
     /// Events per sample now.
     fn period(&self) -> u64;
+    /// The period last asked for: [`Self::period`], unless the source programs another one for
+    /// it (an op sampler thinned to the cost of a miss sampler, see `PerfSource::for_event`).
+    fn asked_period(&self) -> u64 {
+        self.period()
+    }
     /// Sample once every `period` events from now on.
     fn set_period(&mut self, period: u64);
     /// What its samples stand for at the current period.
@@ -51,6 +56,9 @@ impl LiveSource for PerfSource {
     }
     fn period(&self) -> u64 {
         PerfSource::period(self)
+    }
+    fn asked_period(&self) -> u64 {
+        PerfSource::asked_period(self)
     }
     fn set_period(&mut self, period: u64) {
         let reopen = PerfSource::set_period(self, period);
@@ -176,7 +184,7 @@ impl SampleControl for Sampling<'_> {
         }
         if let SamplingMode::Address { period, .. } = req.mode {
             let follows = self.fixed.period.is_none() && src.mode() != SamplingMode::PageFaults;
-            if follows && period.max(1) != src.period() {
+            if follows && period.max(1) != src.asked_period() {
                 src.set_period(period.max(1));
                 self.changed.push(format!("period {}", src.period()));
             }
