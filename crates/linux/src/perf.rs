@@ -328,6 +328,9 @@ pub struct PerfSource {
     /// Share of the sampled memory ops that are memory accesses, as the samples show it
     /// ([`Self::observe_kept`]); it sets how far the op period is thinned.
     kept_share: f64,
+    /// Address samples arrive without a data source (IBS before Linux 6.1): no cache hit can be
+    /// dropped, and the samples are every memory op's.
+    no_data_src: bool,
     /// Ring size: 2^exp data pages.
     exp: u8,
     rings: BTreeMap<Tid, (AppId, Ring)>,
@@ -376,6 +379,7 @@ impl PerfSource {
             hw_misses,
             asked: period.max(1),
             kept_share: KEPT_SHARE_PRIOR,
+            no_data_src: false,
             period: period.max(1),
             exp: 5,
             rings: BTreeMap::new(),
@@ -403,10 +407,14 @@ impl PerfSource {
         (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
     }
 
-    /// What one drain saw: `seen` sampled memory ops, `kept` of them memory accesses. Updates
+    /// What one drain saw: `addressed` samples with an address, `seen` of them with a data
+    /// source, `kept` of those memory accesses. Updates
     /// the kept share and, where it moved the thinned period by more than a quarter,
     /// reprograms the rings.
-    fn observe_kept(&mut self, seen: u64, kept: u64) {
+    fn observe_kept(&mut self, addressed: u64, seen: u64, kept: u64) {
+        if addressed >= MIN_SEEN {
+            self.no_data_src = seen == 0;
+        }
         if !self.memory_only || self.hw_misses || seen < MIN_SEEN {
             return;
         }
@@ -483,7 +491,7 @@ impl PerfSource {
     pub fn mode(&self) -> ptb_policy::SamplingMode {
         let event = match self.kind {
             SourceKind::PageFaults => return ptb_policy::SamplingMode::PageFaults,
-            _ if self.memory_only => SampledEvent::Misses,
+            _ if self.memory_only && !self.no_data_src => SampledEvent::Misses,
             SourceKind::IbsOp { .. } if self.ops => SampledEvent::Ops,
             SourceKind::IbsOp { .. } => SampledEvent::Cycles,
             SourceKind::Spe { .. } => SampledEvent::Ops,
@@ -549,15 +557,19 @@ impl SampleSource for PerfSource {
             SourceKind::Spe { .. } => "Arm SPE",
             SourceKind::PageFaults => "software page-fault events",
         };
-        let only = if self.memory_only { ", memory accesses only (cache hits dropped)" } else { "" };
+        let only = match (self.memory_only, self.no_data_src) {
+            (true, false) => ", memory accesses only (cache hits dropped)",
+            (true, true) => ", no data source on this kernel: cache hits counted",
+            _ => "",
+        };
         format!("{} ({what}{only}, period {})", self.kind.name(), self.period)
     }
 
     fn drain(&mut self, out: &mut Vec<Sample>) -> io::Result<SourceStats> {
         let mut st = SourceStats::default();
         let kind = if self.kind == SourceKind::PageFaults { SampleKind::PageFault } else { SampleKind::Access };
-        // Memory ops with a known data source, and the memory accesses among them.
-        let (mut seen, mut kept) = (0u64, 0u64);
+        // Samples with an address, those with a known data source, the memory accesses among them.
+        let (mut addressed, mut seen, mut kept) = (0u64, 0u64, 0u64);
         for (&tid, (app, ring)) in &self.rings {
             let _ = &ring.counter;
             let Some(iter) = ring.sampler.iter() else { continue };
@@ -570,6 +582,7 @@ impl SampleSource for PerfSource {
                         };
                         let data_src = s.data_source.as_ref().map(|d| data_src_fields(d).word());
                         let level = data_src.and_then(ptb_profile::datasrc::decode);
+                        addressed += 1;
                         seen += u64::from(level.is_some());
                         if level == Some(MemLevel::Cache) && self.memory_only {
                             st.cache_hits += 1;
@@ -597,7 +610,7 @@ impl SampleSource for PerfSource {
                 }
             }
         }
-        self.observe_kept(seen, kept);
+        self.observe_kept(addressed, seen, kept);
         Ok(st)
     }
 }
@@ -732,23 +745,28 @@ mod tests {
     fn an_op_sampler_asked_for_misses_costs_what_a_miss_sampler_would() {
         let ibs = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None };
         let mut s = PerfSource::for_event(ibs, 8192, SampledEvent::Misses);
-        s.observe_kept(1000, 50); // 5% of the memory ops went to memory
+        s.observe_kept(1000, 1000, 50); // 5% of the memory ops went to memory
         assert_eq!((s.asked_period(), s.period()), (8192, 8192 * 20));
-        s.observe_kept(1000, 45); // within a quarter: left as programmed
+        s.observe_kept(1000, 1000, 45); // within a quarter: left as programmed
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(10, 10); // too few to count
+        s.observe_kept(10, 10, 10); // too few to count
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(1000, 1000); // every op a memory access: no thinning
+        s.observe_kept(1000, 1000, 1000); // every op a memory access: no thinning
         assert_eq!(s.period(), 8192);
-        s.observe_kept(100_000, 0); // never a memory access: thinned at most 1024 times
+        s.observe_kept(100_000, 100_000, 0); // never a memory access: thinned at most 1024 times
         assert_eq!(s.period(), 8192 * 1024);
         assert_eq!(s.set_period(4096), 0, "no ring open");
         assert_eq!((s.asked_period(), s.period()), (4096, 4096 * 1024));
         let zen4 = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: Some(1 << 16) };
         let mut z = PerfSource::for_event(zen4, 8192, SampledEvent::Misses);
-        z.observe_kept(1000, 50);
+        z.observe_kept(1000, 1000, 50);
         assert_eq!(z.period(), 8192);
         assert!(z.hw_misses && z.memory_only);
+        // IBS before Linux 6.1: no data source, nothing told apart; the samples are said to be
+        // every memory op's, still thinned.
+        s.observe_kept(1000, 0, 0);
+        assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Ops, period: 4096 * 1024 });
+        assert!(s.describe().contains("cache hits counted"), "{}", s.describe());
     }
 
     /// A data source as the perf crate hands it over: nothing known but what `f` sets.
