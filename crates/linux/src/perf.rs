@@ -393,12 +393,13 @@ impl PerfSource {
     }
 
     /// The op period that costs as many interrupts as `asked` memory accesses would: where a
-    /// sampler of every op keeps only its memory accesses (`kept_share` of them), one op in
-    /// `asked / kept_share`; else `asked`. A miss counter at period `asked` interrupts once per
-    /// `asked` misses; an op sampler at the same period would interrupt `1 / kept_share` times
-    /// as often (a program whose ops are 2% memory accesses: 50 times) for the same samples, an
-    /// overhead no policy priced. Thinned, it keeps `kept_share` as many samples, each standing
-    /// for the period programmed.
+    /// sampler of every op keeps only its memory accesses (`kept_share` of its samples, every
+    /// op sampled interrupting, memory op or not), one op in `asked / kept_share`; else
+    /// `asked`. A miss counter at period `asked` interrupts once per `asked` misses; an op
+    /// sampler at the same period would interrupt `1 / kept_share` times as often (a program
+    /// with 2 memory accesses per 100 ops: 50 times) for the same samples, an overhead no
+    /// policy priced. Thinned, it keeps `kept_share` as many samples, each standing for the
+    /// period programmed.
     fn thinned(&self, asked: u64) -> u64 {
         if !self.memory_only || self.hw_misses {
             return asked;
@@ -407,18 +408,18 @@ impl PerfSource {
         (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
     }
 
-    /// What one drain saw: `addressed` samples with an address, `seen` of them with a data
-    /// source, `kept` of those memory accesses. Updates
-    /// the kept share and, where it moved the thinned period by more than a quarter,
-    /// reprograms the rings.
-    fn observe_kept(&mut self, addressed: u64, seen: u64, kept: u64) {
+    /// What one drain saw: `sampled` samples (interrupts), `addressed` of them with an
+    /// address, `seen` of those with a data source, `kept` of those memory accesses. Updates the
+    /// kept share and, where it moved the thinned period by more than a quarter, reprograms
+    /// the rings.
+    fn observe_kept(&mut self, sampled: u64, addressed: u64, seen: u64, kept: u64) {
         if addressed >= MIN_SEEN {
             self.no_data_src = seen == 0;
         }
         if !self.memory_only || self.hw_misses || seen < MIN_SEEN {
             return;
         }
-        self.kept_share = (kept.max(1) as f64 / seen as f64).min(1.0);
+        self.kept_share = (kept.max(1) as f64 / sampled.max(seen) as f64).min(1.0);
         let q = self.thinned(self.asked);
         if (q as f64 - self.period as f64).abs() > 0.25 * self.period as f64 {
             self.program(q);
@@ -568,14 +569,16 @@ impl SampleSource for PerfSource {
     fn drain(&mut self, out: &mut Vec<Sample>) -> io::Result<SourceStats> {
         let mut st = SourceStats::default();
         let kind = if self.kind == SourceKind::PageFaults { SampleKind::PageFault } else { SampleKind::Access };
-        // Samples with an address, those with a known data source, the memory accesses among them.
-        let (mut addressed, mut seen, mut kept) = (0u64, 0u64, 0u64);
+        // Samples, those with an address, those with a known data source, the memory accesses
+        // among them.
+        let (mut sampled, mut addressed, mut seen, mut kept) = (0u64, 0u64, 0u64, 0u64);
         for (&tid, (app, ring)) in &self.rings {
             let _ = &ring.counter;
             let Some(iter) = ring.sampler.iter() else { continue };
             for (_priv, rec) in iter {
                 match rec {
                     Record::Sample(s) => {
+                        sampled += 1;
                         let Some(addr) = s.data_addr.filter(|a| *a != 0) else {
                             st.other += 1;
                             continue;
@@ -610,7 +613,7 @@ impl SampleSource for PerfSource {
                 }
             }
         }
-        self.observe_kept(addressed, seen, kept);
+        self.observe_kept(sampled, addressed, seen, kept);
         Ok(st)
     }
 }
@@ -745,27 +748,31 @@ mod tests {
     fn an_op_sampler_asked_for_misses_costs_what_a_miss_sampler_would() {
         let ibs = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None };
         let mut s = PerfSource::for_event(ibs, 8192, SampledEvent::Misses);
-        s.observe_kept(1000, 1000, 50); // 5% of the memory ops went to memory
+        s.observe_kept(1000, 1000, 1000, 50); // 5% of the sampled ops went to memory
         assert_eq!((s.asked_period(), s.period()), (8192, 8192 * 20));
-        s.observe_kept(1000, 1000, 45); // within a quarter: left as programmed
+        s.observe_kept(1000, 1000, 1000, 45); // within a quarter: left as programmed
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(10, 10, 10); // too few to count
+        s.observe_kept(10, 10, 10, 10); // too few to count
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(1000, 1000, 1000); // every op a memory access: no thinning
+        s.observe_kept(1000, 1000, 1000, 1000); // every op a memory access: no thinning
         assert_eq!(s.period(), 8192);
-        s.observe_kept(100_000, 100_000, 0); // never a memory access: thinned at most 1024 times
+        s.observe_kept(100_000, 100_000, 100_000, 0); // never a memory access: thinned at most 1024 times
         assert_eq!(s.period(), 8192 * 1024);
+        // Ops without an address (not memory ops) interrupt too: 50 memory accesses among
+        // 4,000 samples, a quarter of them memory ops.
+        s.observe_kept(4000, 1000, 1000, 50);
+        assert_eq!(s.period(), 8192 * 80);
         assert_eq!(s.set_period(4096), 0, "no ring open");
-        assert_eq!((s.asked_period(), s.period()), (4096, 4096 * 1024));
+        assert_eq!((s.asked_period(), s.period()), (4096, 4096 * 80));
         let zen4 = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: Some(1 << 16) };
         let mut z = PerfSource::for_event(zen4, 8192, SampledEvent::Misses);
-        z.observe_kept(1000, 1000, 50);
+        z.observe_kept(1000, 1000, 1000, 50);
         assert_eq!(z.period(), 8192);
         assert!(z.hw_misses && z.memory_only);
         // IBS before Linux 6.1: no data source, nothing told apart; the samples are said to be
         // every memory op's, still thinned.
-        s.observe_kept(1000, 0, 0);
-        assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Ops, period: 4096 * 1024 });
+        s.observe_kept(1000, 1000, 0, 0);
+        assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Ops, period: 4096 * 80 });
         assert!(s.describe().contains("cache hits counted"), "{}", s.describe());
     }
 
