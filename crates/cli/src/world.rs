@@ -26,6 +26,12 @@ pub struct WorldArgs {
     /// comma-separated), to see which of the file's errors costs a policy what.
     #[arg(long, value_name = "WHAT", value_delimiter = ',', value_parser = known, requires = "perturb")]
     pub perturb_known: Vec<ptb_sim::perturb::Known>,
+    /// The machine samples with AMD IBS op and no last-level-miss filter (the Opteron 6272,
+    /// EPYC before Zen 4): a policy asking for misses gets what `ptb run` makes of IBS there,
+    /// op samples whose cache hits are dropped at a period thinned to a miss sampler's
+    /// interrupts (fewer samples). Off: every policy gets the sampler it asks for.
+    #[arg(long)]
+    pub ibs_op_hardware: bool,
 }
 
 /// `--perturb-known`: `links` or `latency`.
@@ -57,6 +63,7 @@ impl WorldArgs {
         o.linux_migrations_per_s = self.linux_migrations;
         o.perturb = self.perturb;
         o.perturb_known = self.perturb_known.clone();
+        o.ibs_op_hardware = self.ibs_op_hardware;
     }
 
     /// The names of the perturbed constants the policies are told (`--perturb-known`).
@@ -72,6 +79,7 @@ impl WorldArgs {
             linux_migrations_per_s: self.linux_migrations,
             perturb: self.perturb,
             perturb_known: self.known_names(),
+            ibs_op_hardware: self.ibs_op_hardware,
         }
     }
 
@@ -109,7 +117,12 @@ impl WorldArgs {
             Some(s) => format!("; PERTURBED world, seed {s} (hidden constants within +-30%)"),
             None => String::new(),
         };
-        format!("{length}; {linux}{world}")
+        let ibs = if self.ibs_op_hardware {
+            "; samples as IBS op without a miss filter delivers them (--ibs-op-hardware: misses thinned)"
+        } else {
+            ""
+        };
+        format!("{length}; {linux}{world}{ibs}")
     }
 }
 
@@ -123,4 +136,6 @@ pub struct World {
     /// Perturbed constants the policies' machine file states rightly (`--perturb-known`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub perturb_known: Vec<&'static str>,
+    /// Misses asked for came as IBS op delivers them (`--ibs-op-hardware`).
+    pub ibs_op_hardware: bool,
 }

@@ -467,7 +467,15 @@ impl Run<'_> {
             })
             .collect();
         let free = self.free_bytes();
-        let period = match self.sampling.mode {
+        // What the samples are: as asked, or IBS op's thinned misses ([`crate::sampler::Thinning`]).
+        let mode = match self.sampling.mode {
+            SamplingMode::Address { .. } if self.thinning.period > 0 => {
+                SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period: self.thinning.period }
+            }
+            m => m,
+        };
+        self.thinning.end_cycle();
+        let period = match mode {
             SamplingMode::Address { period, .. } => {
                 let kept = self.samples.len() as u64;
                 period.saturating_mul(kept + self.samples_dropped_cycle).checked_div(kept).unwrap_or(period)
@@ -476,7 +484,7 @@ impl Run<'_> {
         };
         let snap = Snapshot::new(&self.sim.machine, &self.sim.allowed, &threads, &free)
             .at(Duration::from_nanos(self.now_ns as u64), cycle)
-            .with_samples(&self.samples, self.sampling.mode, period)
+            .with_samples(&self.samples, mode, period)
             .with_memory(&pages, &regions);
         // The shared cycle (ptb_policy::cycle): decide (timed) and check here, then apply and
         // take the sampling request once the snapshot's borrows of the run are over.

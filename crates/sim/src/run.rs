@@ -115,6 +115,8 @@ pub(crate) struct Run<'a> {
     pub solver_iterations: u64,
     pub samples: Vec<Sample>,
     pub samples_dropped_cycle: u64,
+    /// IBS op hardware asked for misses ([`crate::SimOptions::ibs_op_hardware`]).
+    pub thinning: crate::sampler::Thinning,
     pub sampling: SamplingRequest,
     pub hint_events: BinaryHeap<HintEvent>,
     pub hint_seq: u64,
@@ -195,6 +197,7 @@ impl<'a> Run<'a> {
             solver_iterations: 0,
             samples: vec![],
             samples_dropped_cycle: 0,
+            thinning: Default::default(),
             sampling: SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1) },
             hint_events: BinaryHeap::new(),
             hint_seq: 0,

@@ -59,6 +59,49 @@ const SEND_SAMPLES: u64 = 4096;
 /// Core clock of a machine whose model does not give one, GHz (cycle-counting samplers only).
 pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
 
+/// What `ptb run`'s daemon makes of AMD IBS op without a last-level-miss filter when a policy
+/// asks for misses (`ptb_linux::perf::PerfSource::for_event`): IBS counts ops, the samples
+/// that hit a cache are dropped, and the op period is the asked one divided by the share of the
+/// sampled ops that were memory accesses (the daemon measures it at every drain; here, each
+/// cycle's ops and memory accesses set the next cycle's period; 1/32 before the first), so that
+/// it interrupts as often as a miss sampler at the period asked, on every op it samples, and
+/// keeps that share of the samples, each standing for the period programmed.
+#[derive(Clone, Copy, Debug)]
+pub struct Thinning {
+    /// Share of the ops that are memory accesses, as the last cycle showed it.
+    pub share: f64,
+    /// This cycle's ops and memory accesses so far.
+    ops: f64,
+    accesses: f64,
+    /// The op period programmed this cycle (0: not thinning).
+    pub period: u64,
+}
+
+impl Default for Thinning {
+    fn default() -> Self {
+        Thinning { share: 1.0 / 32.0, ops: 0.0, accesses: 0.0, period: 0 }
+    }
+}
+
+/// Most thinning (the daemon's bound).
+const MAX_THINNING: f64 = 1024.0;
+
+impl Thinning {
+    /// The op period for `asked` at the share known now.
+    fn period_for(&self, asked: u64) -> u64 {
+        let q = asked as f64 / self.share.clamp(1.0 / MAX_THINNING, 1.0);
+        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING as u64))
+    }
+
+    /// The cycle ends: its share sets the next cycle's period.
+    pub(crate) fn end_cycle(&mut self) {
+        if self.ops > 0.0 {
+            self.share = (self.accesses / self.ops).min(1.0);
+        }
+        (self.ops, self.accesses, self.period) = (0.0, 0.0, 0);
+    }
+}
+
 /// Per thread and step: how many samples, and what share of them are DRAM accesses / writes.
 struct Draw {
     /// Events of the sampled kind in the step.
@@ -107,6 +150,15 @@ impl Run<'_> {
         let l = &self.sim.layout;
         let sample_ns = self.sim.costs.sample_us * 1e3;
         let cap = self.sim.opts.max_samples_per_cycle;
+        // IBS op hardware asked for memory accesses: its misses at a thinned op period.
+        let thin = self.sim.opts.ibs_op_hardware && matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
+        let (event, period) = if thin {
+            let q = self.thinning.period_for(period.max(1));
+            self.thinning.period = q;
+            (SampledEvent::Misses, q)
+        } else {
+            (event, period)
+        };
         let period = period.max(1) as f64;
         let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
         let mut batch = std::mem::take(&mut self.batch);
@@ -123,7 +175,15 @@ impl Run<'_> {
             let th = &l.threads[t];
             let app = &l.apps[th.app];
             let ph = &app.phases[app.sequence[self.apps[th.app].cur]];
-            let dr = draw(event, rt.rate.instr_per_ns * run_ns, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
+            let instr = rt.rate.instr_per_ns * run_ns;
+            let mut dr = draw(event, instr, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
+            if thin {
+                // Every op sampled interrupts; the memory accesses among them are kept.
+                let accesses = instr * rt.demand.m;
+                dr.interrupts = if accesses > 0.0 { instr / accesses } else { 0.0 };
+                self.thinning.ops += instr;
+                self.thinning.accesses += accesses;
+            }
             // An op sampler tags cache hits too (part of the memory ops): the spin loop's loads
             // and the phase's hits on named objects, together at most the ops that are not DRAM
             // accesses.

@@ -51,6 +51,13 @@ pub struct SimOptions {
     /// policy then finishes sooner on a machine with a spare core. The results are the same.
     #[serde(default)]
     pub sampler_thread: bool,
+    /// The machine samples addresses with AMD IBS op and no last-level-miss filter (the
+    /// Opteron 6272, EPYC before Zen 4), and policies get what `ptb run`'s daemon makes of it
+    /// ([`crate::sampler::Thinning`]): a request for misses or slow loads becomes op sampling
+    /// whose cache hits are dropped, its period thinned to the interrupts of a miss sampler at
+    /// the period asked. Off: every policy gets the sampler it asks for.
+    #[serde(default)]
+    pub ibs_op_hardware: bool,
 }
 
 impl Default for SimOptions {
@@ -69,6 +76,7 @@ impl Default for SimOptions {
             perturb: None,
             perturb_known: vec![],
             sampler_thread: false,
+            ibs_op_hardware: false,
         }
     }
 }
