@@ -220,7 +220,11 @@ pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
 /// memory-bound program's few percent (the first drain with [`MIN_SEEN`] samples replaces it).
 const KEPT_SHARE_PRIOR: f64 = 1.0 / 32.0;
 /// Most thinning of an op sampler asked for memory accesses (period x this at most).
-const MAX_THINNING: u64 = 1024;
+const MAX_THINNING: u64 = 1 << 20;
+/// Most sample interrupts a second per sampled thread, whatever a policy asks: about 2% of a
+/// thread's time at a microsecond each, a fifth of the kernel's default
+/// `perf_event_max_sample_rate` (100,000 a second per CPU, above which it throttles).
+pub const MAX_INTERRUPTS_PER_S: f64 = 20_000.0;
 /// Sampled memory ops a drain needs before its kept share counts.
 const MIN_SEEN: u64 = 64;
 
@@ -331,6 +335,11 @@ pub struct PerfSource {
     /// Address samples arrive without a data source (IBS before Linux 6.1): no cache hit can be
     /// dropped, and the samples are every memory op's.
     no_data_src: bool,
+    /// The shortest period that keeps a thread under [`MAX_INTERRUPTS_PER_S`] (from the events
+    /// a second the last drain showed; 0 before).
+    min_period: u64,
+    /// When the rings were last drained.
+    last_drain: Option<std::time::Instant>,
     /// Ring size: 2^exp data pages.
     exp: u8,
     rings: BTreeMap<Tid, (AppId, Ring)>,
@@ -380,6 +389,8 @@ impl PerfSource {
             asked: period.max(1),
             kept_share: KEPT_SHARE_PRIOR,
             no_data_src: false,
+            min_period: 0,
+            last_drain: None,
             period: period.max(1),
             exp: 5,
             rings: BTreeMap::new(),
@@ -401,25 +412,30 @@ impl PerfSource {
     /// policy priced. Thinned, it keeps `kept_share` as many samples, each standing for the
     /// period programmed.
     fn thinned(&self, asked: u64) -> u64 {
-        if !self.memory_only || self.hw_misses {
-            return asked;
-        }
-        let q = asked as f64 / self.kept_share.clamp(1.0 / MAX_THINNING as f64, 1.0);
-        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
+        let q = if !self.memory_only || self.hw_misses {
+            asked
+        } else {
+            let q = asked as f64 / self.kept_share.clamp(1.0 / MAX_THINNING as f64, 1.0);
+            (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
+        };
+        q.max(self.min_period)
     }
 
-    /// What one drain saw: `sampled` samples (interrupts), `addressed` of them with an
-    /// address, `seen` of those with a data source, `kept` of those memory accesses. Updates the
-    /// kept share and, where it moved the thinned period by more than a quarter, reprograms
-    /// the rings.
-    fn observe_kept(&mut self, sampled: u64, addressed: u64, seen: u64, kept: u64) {
+    /// What one drain saw: `sampled` samples (interrupts) of `threads` threads over `secs`
+    /// seconds, `addressed` of them with an address, `seen` of those with a data source, `kept`
+    /// of those memory accesses. Updates the kept share and the shortest period the interrupt
+    /// cap allows and, where they moved the period by more than a quarter, reprograms the rings.
+    fn observe_kept(&mut self, sampled: u64, addressed: u64, seen: u64, kept: u64, threads: usize, secs: f64) {
         if addressed >= MIN_SEEN {
             self.no_data_src = seen == 0;
         }
-        if !self.memory_only || self.hw_misses || seen < MIN_SEEN {
-            return;
+        if self.kind != SourceKind::PageFaults && sampled >= MIN_SEEN && threads > 0 && secs > 0.0 {
+            let events = sampled as f64 * self.period as f64 / (threads as f64 * secs);
+            self.min_period = (events / MAX_INTERRUPTS_PER_S).ceil() as u64;
         }
-        self.kept_share = (kept.max(1) as f64 / sampled.max(seen) as f64).min(1.0);
+        if self.memory_only && !self.hw_misses && seen >= MIN_SEEN {
+            self.kept_share = (kept.max(1) as f64 / sampled.max(seen) as f64).min(1.0);
+        }
         let q = self.thinned(self.asked);
         if (q as f64 - self.period as f64).abs() > 0.25 * self.period as f64 {
             self.program(q);
@@ -613,7 +629,10 @@ impl SampleSource for PerfSource {
                 }
             }
         }
-        self.observe_kept(sampled, addressed, seen, kept);
+        let now = std::time::Instant::now();
+        let secs = self.last_drain.map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        self.last_drain = Some(now);
+        self.observe_kept(sampled, addressed, seen, kept, self.rings.len(), secs);
         Ok(st)
     }
 }
@@ -748,30 +767,36 @@ mod tests {
     fn an_op_sampler_asked_for_misses_costs_what_a_miss_sampler_would() {
         let ibs = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None };
         let mut s = PerfSource::for_event(ibs, 8192, SampledEvent::Misses);
-        s.observe_kept(1000, 1000, 1000, 50); // 5% of the sampled ops went to memory
+        s.observe_kept(1000, 1000, 1000, 50, 0, 0.0); // 5% of the sampled ops went to memory
         assert_eq!((s.asked_period(), s.period()), (8192, 8192 * 20));
-        s.observe_kept(1000, 1000, 1000, 45); // within a quarter: left as programmed
+        s.observe_kept(1000, 1000, 1000, 45, 0, 0.0); // within a quarter: left as programmed
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(10, 10, 10, 10); // too few to count
+        s.observe_kept(10, 10, 10, 10, 0, 0.0); // too few to count
         assert_eq!(s.period(), 8192 * 20);
-        s.observe_kept(1000, 1000, 1000, 1000); // every op a memory access: no thinning
+        s.observe_kept(1000, 1000, 1000, 1000, 0, 0.0); // every op a memory access: no thinning
         assert_eq!(s.period(), 8192);
-        s.observe_kept(100_000, 100_000, 100_000, 0); // never a memory access: thinned at most 1024 times
-        assert_eq!(s.period(), 8192 * 1024);
+        s.observe_kept(100_000, 100_000, 100_000, 0, 0, 0.0); // no memory access: as if one had come
+        assert_eq!(s.period(), 8192 * 100_000);
         // Ops without an address (not memory ops) interrupt too: 50 memory accesses among
         // 4,000 samples, a quarter of them memory ops.
-        s.observe_kept(4000, 1000, 1000, 50);
+        s.observe_kept(4000, 1000, 1000, 50, 0, 0.0);
         assert_eq!(s.period(), 8192 * 80);
         assert_eq!(s.set_period(4096), 0, "no ring open");
         assert_eq!((s.asked_period(), s.period()), (4096, 4096 * 80));
         let zen4 = SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: Some(1 << 16) };
         let mut z = PerfSource::for_event(zen4, 8192, SampledEvent::Misses);
-        z.observe_kept(1000, 1000, 1000, 50);
+        z.observe_kept(1000, 1000, 1000, 50, 0, 0.0);
         assert_eq!(z.period(), 8192);
         assert!(z.hw_misses && z.memory_only);
+        // Whatever is asked, a thread is interrupted at most 20,000 times a second: 1e5
+        // samples of one thread in a second at 8,192 ops each is five times that.
+        z.observe_kept(100_000, 100_000, 100_000, 50_000, 1, 1.0);
+        assert_eq!(z.period(), 8192 * 5);
+        z.set_period(64);
+        assert_eq!((z.asked_period(), z.period()), (64, 8192 * 5));
         // IBS before Linux 6.1: no data source, nothing told apart; the samples are said to be
         // every memory op's, still thinned.
-        s.observe_kept(1000, 1000, 0, 0);
+        s.observe_kept(1000, 1000, 0, 0, 0, 0.0);
         assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Ops, period: 4096 * 80 });
         assert!(s.describe().contains("cache hits counted"), "{}", s.describe());
     }

@@ -55,6 +55,7 @@
 mod busy;
 mod chunks;
 mod closed;
+mod density;
 mod home;
 mod layout;
 mod mlp;
@@ -147,13 +148,17 @@ pub struct Ptb {
     pace: pace::PaceTracker,
     /// Per program, the accesses its threads overlap ([`mlp`]).
     mlp: mlp::MlpTracker,
+    /// What the source's samples stood for, for the period to ask ([`density`]).
+    density: density::Density,
+    /// The sampling the driver runs now (the last one asked).
+    sent: SamplingRequest,
 }
 
 impl Ptb {
     pub fn new(p: PtbParams) -> Self {
         let period = p.period;
         let prior_mlp = p.mlp;
-        Ptb {
+        let mut ptb = Ptb {
             table: ChunkTable::new(p.chunk_pages),
             quick_until: QUICK_CYCLES,
             last_demand: 0.0,
@@ -169,7 +174,11 @@ impl Ptb {
             spill_cache: None,
             pace: Default::default(),
             mlp: mlp::MlpTracker::new(prior_mlp),
-        }
+            density: Default::default(),
+            sent: SamplingRequest { mode: SamplingMode::None, cycle: std::time::Duration::ZERO },
+        };
+        ptb.sent = ptb.sampling_now();
+        ptb
     }
 
     pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
@@ -183,6 +192,7 @@ impl Ptb {
         } else {
             (self.p.cycle, self.period)
         };
+        let period = self.density.period_for(period);
         SamplingRequest { mode: SamplingMode::Address { event: SampledEvent::Misses, period }, cycle }
     }
 }
@@ -226,6 +236,9 @@ impl Policy for Ptb {
             memory = snap.samples.iter().filter(|s| s.is_memory_access()).cloned().collect();
             &Snapshot { samples: &memory, ..*snap }
         };
+        if let SamplingMode::Address { period: asked, .. } = self.sent.mode {
+            self.density.observe(snap, asked);
+        }
         let mut plan = Plan::default();
         if self.p.pin_threads {
             plan.threads = self.pins.observe(snap, DECAY);
@@ -300,7 +313,6 @@ impl Ptb {
     /// again at a new phase, whose data is then found sooner: the traffic more than doubled,
     /// or more than [`PHASE_SHIFT`] of the evidence sits on chunks whose users changed.
     fn after_cycle(&mut self, plan: &mut Plan, moves: usize, demand: f64) {
-        let before = self.sampling_now();
         self.cycles = self.cycles.saturating_add(1);
         let shifted = self.table.shifted_share() > PHASE_SHIFT;
         if self.cycles > 1 && demand >= self.p.gate && (demand > 2.0 * self.last_demand || shifted) {
@@ -323,10 +335,15 @@ impl Ptb {
             self.quiet = 0;
             self.period = self.p.period;
         }
-        if self.sampling_now() != before {
-            plan.sampling = Some(self.sampling_now());
+        let now = self.sampling_now();
+        if now != self.sent {
+            plan.sampling = Some(now);
+            self.sent = now;
         }
         plan.stats.insert("sampling_period".into(), self.period as f64);
+        if let SamplingMode::Address { period, .. } = now.mode {
+            plan.stats.insert("sampling_period_asked".into(), period as f64);
+        }
     }
 
     /// The weights shared chunks are spread with this cycle: link-aware (the interconnect's

@@ -65,32 +65,40 @@ pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
 /// sampled ops that were memory accesses (the daemon measures it at every drain; here, each
 /// cycle's ops and memory accesses set the next cycle's period; 1/32 before the first), so that
 /// it interrupts as often as a miss sampler at the period asked, on every op it samples, and
-/// keeps that share of the samples, each standing for the period programmed.
+/// keeps that share of the samples, each standing for the period programmed; nor more than
+/// the daemon's cap of sample interrupts per thread (`ptb_linux::perf::MAX_INTERRUPTS_PER_S`),
+/// from the ops a second a thread ran in the last cycle.
 #[derive(Clone, Copy, Debug)]
 pub struct Thinning {
     /// Share of the ops that are memory accesses, as the last cycle showed it.
     pub share: f64,
-    /// This cycle's ops and memory accesses so far.
+    /// The shortest period under the interrupt cap, from the last cycle (0 before).
+    min_period: u64,
+    /// This cycle's ops, memory accesses and thread running time (ns) so far.
     ops: f64,
     accesses: f64,
+    run_ns: f64,
     /// The op period programmed this cycle (0: not thinning).
     pub period: u64,
 }
 
 impl Default for Thinning {
     fn default() -> Self {
-        Thinning { share: 1.0 / 32.0, ops: 0.0, accesses: 0.0, period: 0 }
+        Thinning { share: 1.0 / 32.0, min_period: 0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
     }
 }
 
+/// The daemon's cap: sample interrupts a second per thread (`ptb_linux::perf::MAX_INTERRUPTS_PER_S`).
+const MAX_INTERRUPTS_PER_S: f64 = 20_000.0;
+
 /// Most thinning (the daemon's bound).
-const MAX_THINNING: f64 = 1024.0;
+const MAX_THINNING: f64 = (1u64 << 20) as f64;
 
 impl Thinning {
     /// The op period for `asked` at the share known now.
     fn period_for(&self, asked: u64) -> u64 {
         let q = asked as f64 / self.share.clamp(1.0 / MAX_THINNING, 1.0);
-        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING as u64))
+        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING as u64)).max(self.min_period)
     }
 
     /// The cycle ends: its share sets the next cycle's period.
@@ -98,7 +106,10 @@ impl Thinning {
         if self.ops > 0.0 {
             self.share = (self.accesses / self.ops).min(1.0);
         }
-        (self.ops, self.accesses, self.period) = (0.0, 0.0, 0);
+        if self.run_ns > 0.0 {
+            self.min_period = (self.ops / (self.run_ns * 1e-9) / MAX_INTERRUPTS_PER_S).ceil() as u64;
+        }
+        (self.ops, self.accesses, self.run_ns, self.period) = (0.0, 0.0, 0.0, 0);
     }
 }
 
@@ -183,6 +194,7 @@ impl Run<'_> {
                 dr.interrupts = if accesses > 0.0 { instr / accesses } else { 0.0 };
                 self.thinning.ops += instr;
                 self.thinning.accesses += accesses;
+                self.thinning.run_ns += run_ns;
             }
             // An op sampler tags cache hits too (part of the memory ops): the spin loop's loads
             // and the phase's hits on named objects, together at most the ops that are not DRAM

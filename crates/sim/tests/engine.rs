@@ -435,10 +435,11 @@ fn a_phases_cache_hits_are_seen_by_op_samplers_over_their_objects_pages_and_cost
 
 /// IBS op without a miss filter, as `ptb run` opens it for a policy that asks for misses: op
 /// samples whose cache hits are dropped, at a period thinned by the share of ops that are
-/// memory accesses (1/32 before the first cycle shows it). The interrupts, and so the
-/// sampling time charged, stay those of a miss sampler at the period asked; the samples are
-/// that share of a miss sampler's, each standing for the period programmed, which the snapshot
-/// says. Requests for ops are what they were.
+/// memory accesses (1/32 before the first cycle shows it), and no shorter than the daemon's
+/// cap of 20,000 interrupts a second per thread (which binds here: these threads run 6.5e8 ops
+/// a second). The interrupts, and so the sampling time charged, stay about those of a miss
+/// sampler at the period asked; the samples are that share of a miss sampler's, each standing
+/// for the period programmed, which the snapshot says. Requests for ops are what they were.
 #[test]
 fn ibs_op_hardware_thins_a_miss_request_to_a_miss_samplers_interrupts() {
     use ptb_policy::SampledEvent::{Misses, Ops};
@@ -460,10 +461,10 @@ fn ibs_op_hardware_thins_a_miss_request_to_a_miss_samplers_interrupts() {
     assert!((0.01..0.04).contains(&ratio), "{} of {} samples", ibs.samples, miss.samples);
     // The first cycle's prior (1/32 of the ops) thins less than the 1/50 this program shows.
     let cost = ibs.sampling_overhead_s / miss.sampling_overhead_s;
-    assert!((0.8..1.3).contains(&cost), "{} s against {} s", ibs.sampling_overhead_s, miss.sampling_overhead_s);
+    assert!((0.6..1.3).contains(&cost), "{} s against {} s", ibs.sampling_overhead_s, miss.sampling_overhead_s);
     assert_eq!(seen[0].0, SamplingMode::Address { event: Misses, period: 512 * 32 });
     let later = seen.iter().skip(2).map(|s| s.1).collect::<Vec<_>>();
-    assert!(later.iter().all(|&p| (20_000..30_000).contains(&p)), "{later:?}");
+    assert!(later.iter().all(|&p| (30_000..35_000).contains(&p)), "{later:?}");
     let (ops, _) = run(false, Ops, 20_000);
     let (ops_ibs, _) = run(true, Ops, 20_000);
     assert_eq!(without_decision_time(&ops), without_decision_time(&ops_ibs));

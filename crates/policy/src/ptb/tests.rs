@@ -95,6 +95,24 @@ fn all_shared(per_thread: u64) -> Vec<Sample> {
     v
 }
 
+/// The period `p` asks for now (what a driver honouring it samples at).
+fn asked(p: &Ptb) -> u64 {
+    match p.sampling().mode {
+        SamplingMode::Address { period, .. } => period,
+        _ => 0,
+    }
+}
+
+/// The samples a source honouring `period` delivers of the traffic `at_8192` shows at 8,192:
+/// each repeated where the period is shorter, one in so many where it is longer.
+fn at(at_8192: &[Sample], period: u64) -> Vec<Sample> {
+    if period <= 8192 {
+        at_8192.iter().flat_map(|s| std::iter::repeat_n(*s, (8192 / period.max(1)) as usize)).collect()
+    } else {
+        at_8192.iter().step_by((period / 8192) as usize).cloned().collect()
+    }
+}
+
 fn run_cycles(p: &mut Ptb, w: &World, samples: &[Sample], period: u64, n: usize) -> Vec<Plan> {
     (0..n).map(|_| p.decide(&snap(w, samples, period))).collect()
 }
@@ -123,6 +141,29 @@ fn cache_hits_change_nothing() {
         moved += pa.ranges.len() + pa.pages.len();
     }
     assert!(moved > 0, "the accesses alone move the private slices home");
+}
+
+/// A source that keeps one sample in 40 of the period asked (IBS op without a miss filter,
+/// thinned to a miss sampler's interrupts) says so in the snapshot's period: ptb asks for 40
+/// times as many, to see one sample per `period` memory accesses; a source that keeps them all
+/// gets the period asked.
+#[test]
+fn a_thinned_source_is_asked_for_the_samples_ptb_wants() {
+    let w = world(2048, 0);
+    let p = PtbParams::default();
+    // The traffic: 50 samples a thread at period 8,192; the source delivers it at `thinning`
+    // times the period asked.
+    let run = |thinning: u64| {
+        let traffic = private_slices(50);
+        let mut ptb = Ptb::new(p.clone());
+        for _ in 0..6 {
+            let q = thinning * asked(&ptb);
+            ptb.decide(&snap(&w, &at(&traffic, q), q));
+        }
+        asked(&ptb)
+    };
+    assert_eq!(run(1), p.period, "quick cycles over: the period asked");
+    assert_eq!(run(40), 205, "8192 / 40");
 }
 
 #[test]
@@ -460,7 +501,7 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
     // A compute-bound phase, gated, past the quick cycles: normal cycles, and the normal period
     // even after cycles without moves.
     for _ in 0..8 {
-        assert!(ptb.decide(&snap(&w, &light, 8192)).stats.contains_key("gated_compute_bound"));
+        assert!(ptb.decide(&snap(&w, &at(&light, asked(&ptb)), asked(&ptb))).stats.contains_key("gated_compute_bound"));
     }
     assert_eq!(
         ptb.sampling(),
@@ -470,16 +511,16 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
         }
     );
     // The memory-bound phase begins: quick cycles with denser sampling.
-    let plan = ptb.decide(&snap(&w, &heavy, 8192));
+    let plan = ptb.decide(&snap(&w, &at(&heavy, asked(&ptb)), asked(&ptb)));
     assert_eq!(plan.sampling.map(|r| r.cycle), Some(p.quick_cycle()));
     assert_eq!(ptb.sampling().mode, SamplingMode::Address { event: SampledEvent::Misses, period: p.quick_period() });
     for _ in 0..QUICK_CYCLES {
-        ptb.decide(&snap(&w, &heavy, 8192));
+        ptb.decide(&snap(&w, &at(&heavy, asked(&ptb)), asked(&ptb)));
     }
     assert_eq!(ptb.sampling().cycle, p.cycle, "back to normal after the quick cycles");
     // Steady traffic does not bring them back.
     for _ in 0..4 {
-        ptb.decide(&snap(&w, &heavy, 8192));
+        ptb.decide(&snap(&w, &at(&heavy, asked(&ptb)), asked(&ptb)));
         assert_eq!(ptb.sampling().cycle, p.cycle);
     }
 }
