@@ -688,12 +688,18 @@ mod tests {
         assert!(encode_event(d.path(), "event=zz").is_err());
     }
 
+    /// A PMU `name` of `type` in a fake sysfs under `root`, with a `format` folder: its path.
+    fn fake_pmu(root: &Path, name: &str, ty: u32) -> std::path::PathBuf {
+        let dir = root.join("sys/bus/event_source/devices").join(name);
+        std::fs::create_dir_all(dir.join("format")).unwrap();
+        std::fs::write(dir.join("type"), format!("{ty}\n")).unwrap();
+        dir
+    }
+
     #[test]
     fn detection_on_a_fake_sysfs_finds_ibs() {
         let d = tempfile::tempdir().unwrap();
-        let ibs = d.path().join("sys/bus/event_source/devices/ibs_op");
-        std::fs::create_dir_all(&ibs).unwrap();
-        std::fs::write(ibs.join("type"), "11\n").unwrap();
+        fake_pmu(d.path(), "ibs_op", 11);
         let det = detect(d.path());
         assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: None, miss_only: None }));
         assert!(det.pick("spe").is_err());
@@ -702,9 +708,7 @@ mod tests {
     #[test]
     fn arm_spe_is_named_but_never_picked() {
         let d = tempfile::tempdir().unwrap();
-        let spe = d.path().join("sys/bus/event_source/devices/arm_spe_0");
-        std::fs::create_dir_all(&spe).unwrap();
-        std::fs::write(spe.join("type"), "9\n").unwrap();
+        fake_pmu(d.path(), "arm_spe_0", 9);
         let det = detect(d.path());
         assert!(det.found.iter().all(|k| !matches!(k, SourceKind::Spe { .. })), "{:?}", det.found);
         let e = det.pick("spe").unwrap_err();
@@ -714,9 +718,7 @@ mod tests {
     #[test]
     fn detection_sees_whether_ibs_can_count_ops() {
         let d = tempfile::tempdir().unwrap();
-        let ibs = d.path().join("sys/bus/event_source/devices/ibs_op");
-        std::fs::create_dir_all(ibs.join("format")).unwrap();
-        std::fs::write(ibs.join("type"), "11\n").unwrap();
+        let ibs = fake_pmu(d.path(), "ibs_op", 11);
         std::fs::write(ibs.join("format/cnt_ctl"), "config:19\n").unwrap();
         let det = detect(d.path());
         assert_eq!(det.best(), Some(&SourceKind::IbsOp { pmu_type: 11, op_count: Some(1 << 19), miss_only: None }));
