@@ -152,6 +152,8 @@ pub struct Ptb {
     density: density::Density,
     /// The sampling the driver runs now (the last one asked).
     sent: SamplingRequest,
+    /// The last cycle's traffic was under the gate (compute-bound).
+    gated: bool,
 }
 
 impl Ptb {
@@ -176,6 +178,7 @@ impl Ptb {
             mlp: mlp::MlpTracker::new(prior_mlp),
             density: Default::default(),
             sent: SamplingRequest { mode: SamplingMode::None, cycle: std::time::Duration::ZERO },
+            gated: false,
         };
         ptb.sent = ptb.sampling_now();
         ptb
@@ -192,7 +195,10 @@ impl Ptb {
         } else {
             (self.p.cycle, self.period)
         };
-        let period = self.density.period_for(period);
+        // A compute-bound program is sampled at the period as the source thins it: ptb only
+        // watches its traffic for the next phase, and a thinned source keeps more samples of
+        // itself as the share of ops that are memory accesses rises.
+        let period = if self.gated { period } else { self.density.period_for(period) };
         SamplingRequest { mode: SamplingMode::Address { event: SampledEvent::Misses, period }, cycle }
     }
 }
@@ -323,6 +329,7 @@ impl Ptb {
             self.mlp.reset();
         }
         self.last_demand = demand;
+        self.gated = demand < self.p.gate;
         if moves == 0 && demand < self.p.gate {
             self.quiet = 0;
             self.period = self.p.period;

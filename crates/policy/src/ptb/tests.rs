@@ -151,10 +151,10 @@ fn cache_hits_change_nothing() {
 fn a_thinned_source_is_asked_for_the_samples_ptb_wants() {
     let w = world(2048, 0);
     let p = PtbParams::default();
-    // The traffic: 50 samples a thread at period 8,192; the source delivers it at `thinning`
-    // times the period asked.
-    let run = |thinning: u64| {
-        let traffic = private_slices(50);
+    // The traffic: `per_thread` samples a thread at period 8,192; the source delivers it at
+    // `thinning` times the period asked.
+    let run = |per_thread: u64, thinning: u64| {
+        let traffic = private_slices(per_thread);
         let mut ptb = Ptb::new(p.clone());
         for _ in 0..6 {
             let q = thinning * asked(&ptb);
@@ -162,8 +162,13 @@ fn a_thinned_source_is_asked_for_the_samples_ptb_wants() {
         }
         asked(&ptb)
     };
-    assert_eq!(run(1), p.period, "quick cycles over: the period asked");
-    assert_eq!(run(40), 205, "8192 / 40");
+    // Memory-bound (over the gate): quiet once its slices are home, one sample per 4 x 8,192.
+    let honest = run(500, 1);
+    assert!(honest == p.period || honest == 4 * p.period, "{honest}");
+    assert_eq!(run(500, 40), (honest as f64 / 40.0).round() as u64);
+    // Compute-bound (under the gate): the period as the source thins it, enough to see the
+    // traffic rise (the source keeps more as the share of memory accesses rises).
+    assert_eq!(run(20, 40), run(20, 1));
 }
 
 #[test]
