@@ -340,6 +340,9 @@ pub struct PerfSource {
     min_period: u64,
     /// When the rings were last drained.
     last_drain: Option<std::time::Instant>,
+    /// The period may be raised to keep under [`MAX_INTERRUPTS_PER_S`] (not for a recording,
+    /// whose trace states one period).
+    capped: bool,
     /// Ring size: 2^exp data pages.
     exp: u8,
     rings: BTreeMap<Tid, (AppId, Ring)>,
@@ -391,6 +394,7 @@ impl PerfSource {
             no_data_src: false,
             min_period: 0,
             last_drain: None,
+            capped: true,
             period: period.max(1),
             exp: 5,
             rings: BTreeMap::new(),
@@ -429,7 +433,7 @@ impl PerfSource {
         if addressed >= MIN_SEEN {
             self.no_data_src = seen == 0;
         }
-        if self.kind != SourceKind::PageFaults && sampled >= MIN_SEEN && threads > 0 && secs > 0.0 {
+        if self.capped && self.kind != SourceKind::PageFaults && sampled >= MIN_SEEN && threads > 0 && secs > 0.0 {
             let events = sampled as f64 * self.period as f64 / (threads as f64 * secs);
             self.min_period = (events / MAX_INTERRUPTS_PER_S).ceil() as u64;
         }
@@ -440,6 +444,13 @@ impl PerfSource {
         if (q as f64 - self.period as f64).abs() > 0.25 * self.period as f64 {
             self.program(q);
         }
+    }
+
+    /// The source at exactly the period asked, never raised for the interrupt cap: a recording
+    /// states one period for all its samples.
+    pub fn uncapped(mut self) -> Self {
+        self.capped = false;
+        self
     }
 
     /// The period asked for ([`Self::period`] is the one programmed).
@@ -796,6 +807,11 @@ mod tests {
         assert_eq!(z.period(), 8192 * 5);
         z.set_period(64);
         assert_eq!((z.asked_period(), z.period()), (64, 8192 * 5));
+        // A recording keeps the period given (its trace states one).
+        let mut r =
+            PerfSource::new(SourceKind::IbsOp { pmu_type: 11, op_count: None, miss_only: None }, 4096).uncapped();
+        r.observe_kept(100_000, 100_000, 100_000, 50_000, 1, 1.0);
+        assert_eq!(r.period(), 4096);
         // IBS before Linux 6.1: no data source, nothing told apart; the samples are said to be
         // every memory op's, still thinned.
         s.observe_kept(1000, 1000, 0, 0, 0, 0.0);

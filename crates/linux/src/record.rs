@@ -44,7 +44,8 @@ pub fn record(root: &ProcRoot, m: &Machine, pid: u32, out: &Path, cfg: &RecordCo
     let det = crate::perf::detect(root.root());
     let kind = det.pick(&cfg.source)?;
     let period = cfg.period.unwrap_or(if kind == crate::perf::SourceKind::PageFaults { 1 } else { 4096 });
-    let mut src = PerfSource::new(kind, period);
+    // At the period given, all along: the trace states one period for every sample.
+    let mut src = PerfSource::new(kind, period).uncapped();
     let f = ptb_topology::input::create(out, "trace", false).map_err(|e| e.to_string())?;
     let mut w = TraceWriter::new(BufWriter::new(f));
     let io = |e: std::io::Error| format!("{}: {e}", out.display());
