@@ -42,6 +42,9 @@
 //! 6. **Sampling**: the first cycles, and those after a phase change (the traffic more than
 //!    doubles, or most evidence loses its dominant user: [`PHASE_SHIFT`]), last a quarter of
 //!    `cycle_ms` and sample twice as often; after 3 cycles without moves the period grows 4x.
+//!    A source that keeps fewer samples than asked (IBS op without a miss filter, thinned to a
+//!    miss sampler's interrupts) is asked for as many more as it thins, except for a program
+//!    under the gate ([`density`]); samples the source marks as cache hits are set aside.
 //!
 //! One rule keyed to the machine file remains: where a CPU group's local bandwidth is under
 //! 1.5x its mean bandwidth to the other nodes ([`local_path_is_narrow`], the 4-node Opteron),
