@@ -287,9 +287,10 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: boo
             Counter::new(Software::PageFault, target, opts)
         }
         SourceKind::IbsOp { pmu_type, op_count, miss_only } => {
-            opts.exclude.kernel = false; // IBS cannot exclude the kernel on older kernels
-                                         // The data source of each op (cache hit, local or remote DRAM): Linux 6.1 and
-                                         // later fill it for IBS; older kernels leave it "not available".
+            // IBS cannot exclude the kernel on older kernels.
+            opts.exclude.kernel = false;
+            // The data source of each op (cache hit, local or remote DRAM): Linux 6.1 and later
+            // fill it for IBS; older kernels leave it "not available".
             opts.sample_format.data_source = true;
             // The load's latency (IbsDcMissLat, core cycles) for loads that missed the data
             // cache, from Linux 6.1; 0 for other ops and on older kernels.
