@@ -238,13 +238,8 @@ impl Policy for Ptb {
         // no memory, so ptb's traffic, its evidence of who uses a page and its overlap estimate
         // are the other samples' (each still stands for `period` ops: their count times the
         // period estimates the memory accesses).
-        let memory: Vec<ptb_profile::Sample>;
-        let snap = if snap.samples.iter().all(|s| s.is_memory_access()) {
-            snap
-        } else {
-            memory = snap.samples.iter().filter(|s| s.is_memory_access()).cloned().collect();
-            &Snapshot { samples: &memory, ..*snap }
-        };
+        let memory = snap.cache_hits_dropped();
+        let snap = if let Some(m) = &memory { &Snapshot { samples: m, ..*snap } } else { snap };
         if let SamplingMode::Address { period: asked, .. } = self.sent.mode {
             self.density.observe(snap, asked);
         }

@@ -202,6 +202,9 @@ impl Policy for PtbV1 {
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {
+        // Samples a source marks as cache hits load no memory (as in `ptb`).
+        let memory = snap.cache_hits_dropped();
+        let snap = if let Some(m) = &memory { &Snapshot { samples: m, ..*snap } } else { snap };
         let mut plan = Plan::default();
         if self.p.pin_threads {
             plan.threads = self.pins.observe(snap, self.p.decay);

@@ -113,6 +113,13 @@ pub struct Snapshot<'a> {
 }
 
 impl Snapshot<'_> {
+    /// The samples that are memory accesses, where the source marked some as cache hits (IBS
+    /// op and SPE tag every memory op; hits load no memory); `None` where none is marked.
+    pub fn cache_hits_dropped(&self) -> Option<Vec<ptb_profile::Sample>> {
+        (!self.samples.iter().all(|s| s.is_memory_access()))
+            .then(|| self.samples.iter().filter(|s| s.is_memory_access()).copied().collect())
+    }
+
     /// The thread with this tid.
     pub fn thread(&self, tid: Tid) -> Option<&ThreadState> {
         self.threads.iter().find(|t| t.tid == tid)
