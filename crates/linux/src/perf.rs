@@ -216,15 +216,8 @@ pub fn cpuinfo_mhz(info: &str) -> Option<f64> {
     })
 }
 
-/// Share of the sampled memory ops that are memory accesses before any drain has shown it: a
-/// memory-bound program's few percent (the first drain with [`MIN_SEEN`] samples replaces it).
-const KEPT_SHARE_PRIOR: f64 = 1.0 / 32.0;
-/// Most thinning of an op sampler asked for memory accesses (period x this at most).
-const MAX_THINNING: u64 = 1 << 20;
-/// Most sample interrupts a second per sampled thread, whatever a policy asks: about 2% of a
-/// thread's time at a microsecond each, a fifth of the kernel's default
-/// `perf_event_max_sample_rate` (100,000 a second per CPU, above which it throttles).
-pub const MAX_INTERRUPTS_PER_S: f64 = 20_000.0;
+use ptb_profile::thinning::KEPT_SHARE_PRIOR;
+pub use ptb_profile::thinning::MAX_INTERRUPTS_PER_S;
 /// Sampled memory ops a drain needs before its kept share counts.
 const MIN_SEEN: u64 = 64;
 
@@ -417,13 +410,8 @@ impl PerfSource {
     /// policy priced. Thinned, it keeps `kept_share` as many samples, each standing for the
     /// period programmed.
     fn thinned(&self, asked: u64) -> u64 {
-        let q = if !self.memory_only || self.hw_misses {
-            asked
-        } else {
-            let q = asked as f64 / self.kept_share.clamp(1.0 / MAX_THINNING as f64, 1.0);
-            (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
-        };
-        q.max(self.min_period)
+        let thins = self.memory_only && !self.hw_misses;
+        ptb_profile::thinning::period(asked, thins.then_some(self.kept_share), self.min_period)
     }
 
     /// What one drain saw: `sampled` samples (interrupts) of `threads` threads over `secs`
@@ -436,7 +424,7 @@ impl PerfSource {
         }
         if self.capped && self.kind != SourceKind::PageFaults && sampled >= MIN_SEEN && threads > 0 && secs > 0.0 {
             let events = sampled as f64 * self.period as f64 / (threads as f64 * secs);
-            self.min_period = (events / MAX_INTERRUPTS_PER_S).ceil() as u64;
+            self.min_period = ptb_profile::thinning::min_period(events);
         }
         if self.memory_only && !self.hw_misses && seen >= MIN_SEEN {
             self.kept_share = (kept.max(1) as f64 / sampled.max(seen) as f64).min(1.0);

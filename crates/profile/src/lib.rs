@@ -13,6 +13,7 @@ pub mod histogram;
 pub mod regions;
 pub mod sample;
 pub mod source;
+pub mod thinning;
 
 pub use datasrc::MemLevel;
 pub use histogram::{HistStats, Histogram, HistogramKind};

@@ -66,8 +66,8 @@ pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
 /// cycle's ops and memory accesses set the next cycle's period; 1/32 before the first), so that
 /// it interrupts as often as a miss sampler at the period asked, on every op it samples, and
 /// keeps that share of the samples, each standing for the period programmed; nor more than
-/// the daemon's cap of sample interrupts per thread (`ptb_linux::perf::MAX_INTERRUPTS_PER_S`),
-/// from the ops a second a thread ran in the last cycle.
+/// the daemon's cap of sample interrupts per thread, from the ops a second a thread ran in the
+/// last cycle. The rule is the daemon's own ([`ptb_profile::thinning`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Thinning {
     /// Share of the ops that are memory accesses, as the last cycle showed it.
@@ -84,21 +84,15 @@ pub struct Thinning {
 
 impl Default for Thinning {
     fn default() -> Self {
-        Thinning { share: 1.0 / 32.0, min_period: 0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
+        let share = ptb_profile::thinning::KEPT_SHARE_PRIOR;
+        Thinning { share, min_period: 0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
     }
 }
-
-/// The daemon's cap: sample interrupts a second per thread (`ptb_linux::perf::MAX_INTERRUPTS_PER_S`).
-const MAX_INTERRUPTS_PER_S: f64 = 20_000.0;
-
-/// Most thinning (the daemon's bound).
-const MAX_THINNING: f64 = (1u64 << 20) as f64;
 
 impl Thinning {
     /// The op period for `asked` at the share known now.
     fn period_for(&self, asked: u64) -> u64 {
-        let q = asked as f64 / self.share.clamp(1.0 / MAX_THINNING, 1.0);
-        (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING as u64)).max(self.min_period)
+        ptb_profile::thinning::period(asked, Some(self.share), self.min_period)
     }
 
     /// The cycle ends: its share sets the next cycle's period.
@@ -107,7 +101,7 @@ impl Thinning {
             self.share = (self.accesses / self.ops).min(1.0);
         }
         if self.run_ns > 0.0 {
-            self.min_period = (self.ops / (self.run_ns * 1e-9) / MAX_INTERRUPTS_PER_S).ceil() as u64;
+            self.min_period = ptb_profile::thinning::min_period(self.ops / (self.run_ns * 1e-9));
         }
         (self.ops, self.accesses, self.run_ns, self.period) = (0.0, 0.0, 0.0, 0);
     }

@@ -21,9 +21,6 @@
 use crate::snapshot::Snapshot;
 use crate::SamplingMode;
 
-/// Most thinning ptb makes up for (the daemon's own bound).
-const MAX_THINNING: f64 = (1u64 << 20) as f64;
-
 /// What the last cycle's samples said about the source.
 #[derive(Clone, Copy, Debug)]
 pub struct Density {
@@ -44,7 +41,8 @@ impl Density {
         if asked == 0 || snap.sampling_period == 0 {
             return;
         }
-        self.thinning = (snap.sampling_period as f64 / asked as f64).clamp(1.0, MAX_THINNING);
+        self.thinning =
+            (snap.sampling_period as f64 / asked as f64).clamp(1.0, ptb_profile::thinning::MAX_THINNING as f64);
     }
 
     /// The period to ask for one sample per `period` memory accesses.

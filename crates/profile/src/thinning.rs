@@ -1,0 +1,57 @@
+//! How an op sampler asked for memory accesses is thinned, and the cap on sample interrupts.
+//!
+//! Problem: `ptb run`'s perf sources and the simulator's model of them must open IBS op the
+//! same way, or a policy's simulated figures would come from a sampler the daemon never runs.
+//!
+//! Approach: one rule, used by both. A sampler of every op that keeps only the memory accesses
+//! among its samples (IBS op without a last-level-miss filter) is programmed at the period
+//! asked divided by the share of its samples that are memory accesses, so that it interrupts
+//! as often as a miss sampler at the period asked; no source interrupts a thread more than
+//! [`MAX_INTERRUPTS_PER_S`] times a second.
+
+/// Share of the sampled ops that are memory accesses before any has been seen: a memory-bound
+/// program's few percent (the first measurement replaces it).
+pub const KEPT_SHARE_PRIOR: f64 = 1.0 / 32.0;
+
+/// Most thinning: the period asked times this at most.
+pub const MAX_THINNING: u64 = 1 << 20;
+
+/// Most sample interrupts a second per sampled thread, whatever a policy asks: about 2% of a
+/// thread's time at a microsecond each, a fifth of the kernel's default
+/// `perf_event_max_sample_rate` (100,000 a second per CPU, above which it throttles).
+pub const MAX_INTERRUPTS_PER_S: f64 = 20_000.0;
+
+/// The period to program for `asked`: thinned by `kept_share` (the share of the samples that
+/// are memory accesses) where the source drops the others (`Some`), and never under
+/// `min_period` ([`min_period`]).
+pub fn period(asked: u64, kept_share: Option<f64>, min_period: u64) -> u64 {
+    let q = match kept_share {
+        None => asked,
+        Some(share) => {
+            let q = asked as f64 / share.clamp(1.0 / MAX_THINNING as f64, 1.0);
+            (q.round() as u64).clamp(asked, asked.saturating_mul(MAX_THINNING))
+        }
+    };
+    q.max(min_period)
+}
+
+/// The shortest period that keeps a thread counting `events_per_s` sampled events a second
+/// under [`MAX_INTERRUPTS_PER_S`].
+pub fn min_period(events_per_s: f64) -> u64 {
+    (events_per_s / MAX_INTERRUPTS_PER_S).ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinned_by_the_kept_share_within_its_bounds_and_the_cap() {
+        assert_eq!(period(8192, None, 0), 8192);
+        assert_eq!(period(8192, Some(0.05), 0), 8192 * 20);
+        assert_eq!(period(8192, Some(2.0), 0), 8192, "a share above 1 is 1");
+        assert_eq!(period(8192, Some(0.0), 0), 8192 << 20);
+        assert_eq!(period(8192, None, 40_960), 40_960);
+        assert_eq!(min_period(8192.0 * 100_000.0), 8192 * 5);
+    }
+}
