@@ -1,7 +1,8 @@
 //! The simulated world's options shared by `simulate`, `compare` and `bench sim`: run length,
 //! the Linux scheduler model and perturbed worlds, and the line every output prints about them.
 
-use ptb_sim::SimOptions;
+use ptb_sim::{Samplers, SimOptions};
+use ptb_topology::Machine;
 use serde::Serialize;
 
 /// How the simulated world behaves (see README "Simulator").
@@ -26,12 +27,29 @@ pub struct WorldArgs {
     /// comma-separated), to see which of the file's errors costs a policy what.
     #[arg(long, value_name = "WHAT", value_delimiter = ',', value_parser = known, requires = "perturb")]
     pub perturb_known: Vec<ptb_sim::perturb::Known>,
-    /// The machine samples with AMD IBS op and no last-level-miss filter (the Opteron 6272,
-    /// EPYC before Zen 4): a policy asking for misses gets what `ptb run` makes of IBS there,
-    /// op samples whose cache hits are dropped at a period thinned to a miss sampler's
-    /// interrupts (fewer samples). Off: every policy gets the sampler it asks for.
-    #[arg(long)]
-    pub ibs_op_hardware: bool,
+    /// Which sampler serves the policies' sampling requests: `machine`, the one the machine
+    /// file names, opened as `ptb run` opens it (the Opteron and EPYC presets: IBS op without a
+    /// miss filter, so a request for misses gets op samples with the cache hits dropped at a
+    /// thinned period; the Intel presets: PEBS load latency, loads only); `asked`, each policy
+    /// the sampler it asks for, whatever the hardware has.
+    #[arg(long, value_enum, default_value_t = SamplersArg::Machine)]
+    pub samplers: SamplersArg,
+}
+
+/// `--samplers`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SamplersArg {
+    Machine,
+    Asked,
+}
+
+impl From<SamplersArg> for Samplers {
+    fn from(a: SamplersArg) -> Self {
+        match a {
+            SamplersArg::Machine => Samplers::Machine,
+            SamplersArg::Asked => Samplers::Asked,
+        }
+    }
 }
 
 /// `--perturb-known`: `links` or `latency`.
@@ -63,7 +81,7 @@ impl WorldArgs {
         o.linux_migrations_per_s = self.linux_migrations;
         o.perturb = self.perturb;
         o.perturb_known = self.perturb_known.clone();
-        o.ibs_op_hardware = self.ibs_op_hardware;
+        o.samplers = self.samplers.into();
     }
 
     /// The names of the perturbed constants the policies are told (`--perturb-known`).
@@ -71,20 +89,35 @@ impl WorldArgs {
         self.perturb_known.iter().map(|k| k.name()).collect()
     }
 
-    /// What the world is, for JSON outputs.
-    pub fn describe(&self) -> World {
+    /// What the world is, for JSON outputs (`machine`: the machine of the run, when one).
+    pub fn describe(&self, machine: Option<&Machine>) -> World {
         World {
             duration_scale: self.duration_scale,
             full_length: (self.duration_scale - 1.0).abs() < 1e-9,
             linux_migrations_per_s: self.linux_migrations,
             perturb: self.perturb,
             perturb_known: self.known_names(),
-            ibs_op_hardware: self.ibs_op_hardware,
+            samplers: self.samplers_line(machine),
         }
     }
 
-    /// One line for human outputs: run length, Linux model, perturbation.
-    pub fn line(&self) -> String {
+    /// Which sampler the policies' samples come from, in words.
+    fn samplers_line(&self, machine: Option<&Machine>) -> String {
+        match (self.samplers, machine.map(|m| m.sampler)) {
+            (SamplersArg::Asked, _) => "each policy the sampler it asks for (--samplers asked)".into(),
+            (SamplersArg::Machine, Some(Some(s))) => {
+                format!("the machine's {}, as ptb run opens it (--samplers)", s.describe())
+            }
+            (SamplersArg::Machine, Some(None)) => {
+                "each policy the sampler it asks for (the machine file names no sampler)".into()
+            }
+            (SamplersArg::Machine, None) => "each machine's own, as ptb run opens it (--samplers)".into(),
+        }
+    }
+
+    /// One line for human outputs: run length, Linux model, perturbation, samplers
+    /// (`machine`: the machine of the run, when one).
+    pub fn line(&self, machine: Option<&Machine>) -> String {
         let length = if (self.duration_scale - 1.0).abs() < 1e-9 {
             "runs at the published programs' length".to_string()
         } else if self.duration_scale < 1.0 {
@@ -117,12 +150,8 @@ impl WorldArgs {
             Some(s) => format!("; PERTURBED world, seed {s} (hidden constants within +-30%)"),
             None => String::new(),
         };
-        let ibs = if self.ibs_op_hardware {
-            "; samples as IBS op without a miss filter delivers them (--ibs-op-hardware: misses thinned)"
-        } else {
-            ""
-        };
-        format!("{length}; {linux}{world}{ibs}")
+        let samplers = self.samplers_line(machine);
+        format!("{length}; {linux}{world}; samples: {samplers}")
     }
 }
 
@@ -136,6 +165,6 @@ pub struct World {
     /// Perturbed constants the policies' machine file states rightly (`--perturb-known`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub perturb_known: Vec<&'static str>,
-    /// Misses asked for came as IBS op delivers them (`--ibs-op-hardware`).
-    pub ibs_op_hardware: bool,
+    /// Which sampler served the policies' requests (`--samplers`).
+    pub samplers: String,
 }

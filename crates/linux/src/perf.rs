@@ -20,8 +20,9 @@ use perf_event_open::sample::record::sample::{DataSource, MemLevel2};
 use perf_event_open::sample::record::Record;
 use perf_event_open::sample::Sampler;
 use ptb_profile::datasrc::{Fields, LvlNum, MemLevel};
+use ptb_profile::thinning::Served;
 use ptb_profile::{AppId, Sample, SampleKind, SampleSource, SampledEvent, SourceStats, Tid};
-use ptb_topology::CpuId;
+use ptb_topology::{AddressSampler, CpuId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io;
@@ -45,6 +46,18 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
+    /// The hardware sampler this source is, as a machine file states it (`None`: SPE, page
+    /// faults). What it serves a request with is [`ptb_profile::thinning::served`].
+    pub fn sampler(&self) -> Option<AddressSampler> {
+        match self {
+            SourceKind::IbsOp { op_count, miss_only, .. } => {
+                Some(AddressSampler::IbsOp { op_count: op_count.is_some(), miss_filter: miss_only.is_some() })
+            }
+            SourceKind::PebsLoads { .. } => Some(AddressSampler::PebsLoads),
+            SourceKind::Spe { .. } | SourceKind::PageFaults => None,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             SourceKind::IbsOp { .. } => "ibs-op",
@@ -371,11 +384,12 @@ impl PerfSource {
     /// whatever is asked. [`Self::mode`] says what the samples are.
     pub fn for_event(kind: SourceKind, period: u64, event: SampledEvent) -> Self {
         let memory = matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
-        let (ops, memory_only, hw_misses) = match kind {
-            SourceKind::IbsOp { op_count: Some(_), miss_only, .. } if event != SampledEvent::Cycles => {
-                (true, memory, memory && miss_only.is_some())
-            }
-            SourceKind::Spe { .. } => (false, memory, false),
+        let (ops, memory_only, hw_misses) = match (kind.sampler(), &kind) {
+            (Some(s @ AddressSampler::IbsOp { .. }), _) => match ptb_profile::thinning::served(s, event) {
+                Served { event: SampledEvent::Misses, thinned } => (true, true, !thinned),
+                Served { event, .. } => (event == SampledEvent::Ops, false, false),
+            },
+            (_, SourceKind::Spe { .. }) => (false, memory, false),
             _ => (false, false, false),
         };
         let mut src = PerfSource {
@@ -759,6 +773,27 @@ mod tests {
         let slow = PerfSource::for_event(pebs, 100, SampledEvent::Misses);
         assert_eq!(slow.mode(), Address { event: SampledEvent::SlowLoads, period: 100 });
         assert_eq!(PerfSource::new(SourceKind::PageFaults, 1).mode(), ptb_policy::SamplingMode::PageFaults);
+    }
+
+    /// The simulator serves a policy's request on a machine file's sampler with
+    /// `ptb_profile::thinning::served`; the daemon must open that same sampler the same way.
+    #[test]
+    fn the_daemon_serves_every_request_as_the_simulator_does() {
+        use ptb_policy::SamplingMode::Address;
+        let bits = |on: bool| on.then_some(1u64 << 19);
+        let mut kinds = vec![SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30 }];
+        for (op_count, miss_only) in [(true, false), (true, true), (false, false), (false, true)] {
+            kinds.push(SourceKind::IbsOp { pmu_type: 11, op_count: bits(op_count), miss_only: bits(miss_only) });
+        }
+        for kind in kinds {
+            for asked in [SampledEvent::Cycles, SampledEvent::Ops, SampledEvent::SlowLoads, SampledEvent::Misses] {
+                let want = ptb_profile::thinning::served(kind.sampler().unwrap(), asked);
+                let src = PerfSource::for_event(kind.clone(), 4096, asked);
+                let Address { event, period } = src.mode() else { panic!("{kind:?}: no address mode") };
+                assert_eq!(event, want.event, "{kind:?} asked {asked:?}");
+                assert_eq!(period > 4096, want.thinned, "{kind:?} asked {asked:?}: period {period}");
+            }
+        }
     }
 
     /// Asked for memory accesses, IBS without a miss filter samples every op: its period is

@@ -7,7 +7,11 @@
 //! among its samples (IBS op without a last-level-miss filter) is programmed at the period
 //! asked divided by the share of its samples that are memory accesses, so that it interrupts
 //! as often as a miss sampler at the period asked; no source interrupts a thread more than
-//! [`MAX_INTERRUPTS_PER_S`] times a second.
+//! [`MAX_INTERRUPTS_PER_S`] times a second. What a sampler serves for a request is one rule
+//! too ([`served`]).
+
+use crate::SampledEvent;
+use ptb_topology::AddressSampler;
 
 /// Share of the sampled ops that are memory accesses before any has been seen: a memory-bound
 /// program's few percent (the first measurement replaces it).
@@ -41,9 +45,52 @@ pub fn min_period(events_per_s: f64) -> u64 {
     (events_per_s / MAX_INTERRUPTS_PER_S).ceil() as u64
 }
 
+/// What a hardware sampler delivers for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Served {
+    /// What one kept sample stands for.
+    pub event: SampledEvent,
+    /// Op samples whose cache hits are dropped, at a period thinned by [`period`].
+    pub thinned: bool,
+}
+
+/// What `sampler` delivers when a policy asks for `asked`, as `ptb run` opens it: IBS op counts
+/// cycles where asked (or where it cannot count ops), ops where asked, and for memory accesses
+/// (misses or slow loads) its last-level-miss filter or, without one, its op samples with the
+/// cache hits dropped at a thinned period; PEBS load latency delivers slow loads whatever is
+/// asked (it has nothing else, and never sees a store).
+pub fn served(sampler: AddressSampler, asked: SampledEvent) -> Served {
+    let plain = |event| Served { event, thinned: false };
+    match sampler {
+        AddressSampler::IbsOp { op_count: false, .. } => plain(SampledEvent::Cycles),
+        AddressSampler::IbsOp { miss_filter, .. } => match asked {
+            SampledEvent::Cycles | SampledEvent::Ops => plain(asked),
+            SampledEvent::Misses | SampledEvent::SlowLoads => {
+                Served { event: SampledEvent::Misses, thinned: !miss_filter }
+            }
+        },
+        AddressSampler::PebsLoads => plain(SampledEvent::SlowLoads),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_sampler_serves_what_it_has() {
+        use SampledEvent::*;
+        let ibs = |op_count, miss_filter| AddressSampler::IbsOp { op_count, miss_filter };
+        assert_eq!(served(ibs(true, false), Misses), Served { event: Misses, thinned: true });
+        assert_eq!(served(ibs(true, false), SlowLoads), Served { event: Misses, thinned: true });
+        assert_eq!(served(ibs(true, true), Misses), Served { event: Misses, thinned: false });
+        assert_eq!(served(ibs(true, false), Ops), Served { event: Ops, thinned: false });
+        assert_eq!(served(ibs(true, false), Cycles), Served { event: Cycles, thinned: false });
+        assert_eq!(served(ibs(false, true), Misses), Served { event: Cycles, thinned: false });
+        for asked in [Cycles, Ops, SlowLoads, Misses] {
+            assert_eq!(served(AddressSampler::PebsLoads, asked), Served { event: SlowLoads, thinned: false });
+        }
+    }
 
     #[test]
     fn thinned_by_the_kept_share_within_its_bounds_and_the_cap() {

@@ -467,10 +467,13 @@ impl Run<'_> {
             })
             .collect();
         let free = self.free_bytes();
-        // What the samples are: as asked, or IBS op's thinned misses ([`crate::sampler::Thinning`]).
+        // What the samples are: what the machine's sampler delivers for the request, IBS op's
+        // misses at the period thinned ([`crate::sampler::Thinning`]).
         let mode = match self.sampling.mode {
-            SamplingMode::Address { .. } if self.thinning.period > 0 => {
-                SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period: self.thinning.period }
+            SamplingMode::Address { event, period } => {
+                let served = self.served(event);
+                let period = if served.thinned && self.thinning.period > 0 { self.thinning.period } else { period };
+                SamplingMode::Address { event: served.event, period }
             }
             m => m,
         };

@@ -92,7 +92,7 @@ pub use error::SimError;
 pub use layout::Layout;
 pub use metrics::{AccessMap, AppResult, ControllerUse, LinkUse, PhaseResult, RunResult};
 pub use model::ModelParams;
-pub use sim::{FractionRr, ObjectPlacement, SimOptions, Simulation, StaticPlacement};
+pub use sim::{FractionRr, ObjectPlacement, Samplers, SimOptions, Simulation, StaticPlacement};
 pub use workload::{resolve as resolve_workload, suite, Workload};
 
 /// Parse a `--workload` argument: `a+b` runs workloads together (one application each).

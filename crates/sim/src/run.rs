@@ -115,7 +115,7 @@ pub(crate) struct Run<'a> {
     pub solver_iterations: u64,
     pub samples: Vec<Sample>,
     pub samples_dropped_cycle: u64,
-    /// IBS op hardware asked for misses ([`crate::SimOptions::ibs_op_hardware`]).
+    /// IBS op hardware asked for misses ([`crate::sampler::Thinning`]).
     pub thinning: crate::sampler::Thinning,
     pub sampling: SamplingRequest,
     pub hint_events: BinaryHeap<HintEvent>,

@@ -41,6 +41,7 @@
 use crate::drawer::{total_weight, yields, HandedOver, Job, Sampler, ToDrawer};
 use crate::run::Run;
 use crate::solver::{Demand, Rate};
+use ptb_profile::thinning::Served;
 use ptb_profile::SampledEvent;
 
 /// The thread's latency as its own stalls show it, ns: with `f` the share of its rate a
@@ -148,6 +149,14 @@ fn draw(event: SampledEvent, instr: f64, cycles: f64, d: &Demand, mops: f64, ws:
 }
 
 impl Run<'_> {
+    /// What the sampler serving this run delivers for `asked` ([`crate::Samplers`]).
+    pub(crate) fn served(&self, asked: SampledEvent) -> Served {
+        match (self.sim.opts.samplers, self.sim.machine.sampler) {
+            (crate::Samplers::Machine, Some(s)) => ptb_profile::thinning::served(s, asked),
+            _ => Served { event: asked, thinned: false },
+        }
+    }
+
     /// Draw the address samples of a step `[t0, t0 + dt)`: counts and costs here, the samples
     /// themselves by the run's [`crate::drawer::Drawer`].
     #[allow(clippy::needless_range_loop)]
@@ -155,8 +164,9 @@ impl Run<'_> {
         let l = &self.sim.layout;
         let sample_ns = self.sim.costs.sample_us * 1e3;
         let cap = self.sim.opts.max_samples_per_cycle;
-        // IBS op hardware asked for memory accesses: its misses at a thinned op period.
-        let thin = self.sim.opts.ibs_op_hardware && matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
+        // What the machine's sampler delivers; IBS op asked for memory accesses: its misses at
+        // a thinned op period.
+        let Served { event, thinned: thin } = self.served(event);
         let (event, period) = if thin {
             let q = self.thinning.period_for(period.max(1));
             self.thinning.period = q;

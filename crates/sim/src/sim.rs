@@ -51,13 +51,23 @@ pub struct SimOptions {
     /// policy then finishes sooner on a machine with a spare core. The results are the same.
     #[serde(default)]
     pub sampler_thread: bool,
-    /// The machine samples addresses with AMD IBS op and no last-level-miss filter (the
-    /// Opteron 6272, EPYC before Zen 4), and policies get what `ptb run`'s daemon makes of it
-    /// ([`crate::sampler::Thinning`]): a request for misses or slow loads becomes op sampling
-    /// whose cache hits are dropped, its period thinned to the interrupts of a miss sampler at
-    /// the period asked. Off: every policy gets the sampler it asks for.
+    /// Which sampler serves the policies' sampling requests: the machine's, as `ptb run` would
+    /// open it ([`ptb_profile::thinning::served`]; IBS op without a miss filter asked for
+    /// misses: [`crate::sampler::Thinning`]), or each the one it asks for.
     #[serde(default)]
-    pub ibs_op_hardware: bool,
+    pub samplers: Samplers,
+}
+
+/// Which sampler serves a policy's sampling request ([`SimOptions::samplers`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Samplers {
+    /// The machine file's sampler (`Machine::sampler`), served as `ptb run` serves it there;
+    /// on a machine whose file names none, the one asked for.
+    #[default]
+    Machine,
+    /// Every policy gets the sampler it asks for, whatever the machine has.
+    Asked,
 }
 
 impl Default for SimOptions {
@@ -76,7 +86,7 @@ impl Default for SimOptions {
             perturb: None,
             perturb_known: vec![],
             sampler_thread: false,
-            ibs_op_hardware: false,
+            samplers: Samplers::Machine,
         }
     }
 }

@@ -6,8 +6,8 @@ use ptb_policy::{
     ThreadMove, ThreadTarget,
 };
 use ptb_profile::SampleKind;
-use ptb_sim::{ObjectPlacement, SimError, SimOptions, Simulation, StaticPlacement, Workload};
-use ptb_topology::{CpuId, NodeIdx};
+use ptb_sim::{ObjectPlacement, Samplers, SimError, SimOptions, Simulation, StaticPlacement, Workload};
+use ptb_topology::{AddressSampler, CpuId, NodeIdx};
 use std::time::Duration;
 
 fn machine() -> ptb_topology::Machine {
@@ -30,7 +30,16 @@ access = [{ object = "data", pattern = "uniform" }]
 "#;
 
 fn sim(text: &str, opts: SimOptions) -> Simulation {
-    Simulation::new(machine(), vec![Workload::parse(text, "test").unwrap()], opts).unwrap()
+    sim_on(machine(), text, opts)
+}
+
+fn sim_on(m: ptb_topology::Machine, text: &str, opts: SimOptions) -> Simulation {
+    Simulation::new(m, vec![Workload::parse(text, "test").unwrap()], opts).unwrap()
+}
+
+/// The test machine, its file naming `sampler`.
+fn with_sampler(sampler: Option<AddressSampler>) -> ptb_topology::Machine {
+    ptb_topology::Machine { sampler, ..machine() }
 }
 
 /// Every sampled page moves to the node of the thread that sampled it.
@@ -440,20 +449,28 @@ fn a_phases_cache_hits_are_seen_by_op_samplers_over_their_objects_pages_and_cost
 /// a second). The interrupts, and so the sampling time charged, stay about those of a miss
 /// sampler at the period asked; the samples are that share of a miss sampler's, each standing
 /// for the period programmed, which the snapshot says. Requests for ops are what they were.
+/// With `Samplers::Asked`, or on a machine file that names no sampler, misses are misses.
 #[test]
 fn ibs_op_hardware_thins_a_miss_request_to_a_miss_samplers_interrupts() {
     use ptb_policy::SampledEvent::{Misses, Ops};
-    let run = |ibs_op_hardware, event, period| {
+    let ibs = Some(AddressSampler::IbsOp { op_count: true, miss_filter: false });
+    let run = |ibs_op_hardware: bool, event, period| {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();
         let watch = Watch(SamplingMode::Address { event, period }, move |s: &Snapshot| {
             log.lock().unwrap().push((s.sampling, s.sampling_period, s.samples.len()));
         });
-        let s = sim(SHARED, SimOptions { ibs_op_hardware, ..Default::default() });
+        let samplers = if ibs_op_hardware { Samplers::Machine } else { Samplers::Asked };
+        let s = sim_on(with_sampler(ibs), SHARED, SimOptions { samplers, ..Default::default() });
         let r = s.run_with(Box::new(watch)).unwrap();
         let seen = seen.lock().unwrap().clone();
         (r, seen)
     };
+    let unnamed = sim(SHARED, SimOptions::default());
+    let named = sim_on(with_sampler(ibs), SHARED, SimOptions::default());
+    let follow_misses = || follow(SamplingMode::Address { event: Misses, period: 512 });
+    let (unnamed, named) = (unnamed.run_with(follow_misses()).unwrap(), named.run_with(follow_misses()).unwrap());
+    assert!(named.samples * 10 < unnamed.samples, "{} against {}", named.samples, unnamed.samples);
     let (miss, _) = run(false, Misses, 512);
     let (ibs, seen) = run(true, Misses, 512);
     // apki 20: 2 memory accesses per 100 instructions (ops).
@@ -468,4 +485,30 @@ fn ibs_op_hardware_thins_a_miss_request_to_a_miss_samplers_interrupts() {
     let (ops, _) = run(false, Ops, 20_000);
     let (ops_ibs, _) = run(true, Ops, 20_000);
     assert_eq!(without_decision_time(&ops), without_decision_time(&ops_ibs));
+}
+
+/// PEBS load latency delivers slow loads whatever is asked, and never a store: a policy asking
+/// for misses on a machine that has it sees the program's loads only, and its snapshot says so.
+#[test]
+fn pebs_hardware_serves_a_miss_request_with_loads_only() {
+    use ptb_policy::SampledEvent::{Misses, SlowLoads};
+    let run = |sampler| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let watch = Watch(SamplingMode::Address { event: Misses, period: 512 }, move |s: &Snapshot| {
+            let writes = s.samples.iter().filter(|x| x.kind == SampleKind::Store).count();
+            log.lock().unwrap().push((s.sampling, s.samples.len(), writes));
+        });
+        let text = SHARED.replace("apki = 20", "apki = 20\nwrite_share = 0.3");
+        let r = sim_on(with_sampler(sampler), &text, SimOptions::default()).run_with(Box::new(watch)).unwrap();
+        let seen = seen.lock().unwrap().clone();
+        (r, seen)
+    };
+    let (_, misses) = run(None);
+    let (_, pebs) = run(Some(AddressSampler::PebsLoads));
+    assert_eq!(misses[0].0, SamplingMode::Address { event: Misses, period: 512 });
+    assert_eq!(pebs[0].0, SamplingMode::Address { event: SlowLoads, period: 512 });
+    assert!(misses.iter().map(|s| s.2).sum::<usize>() > 0, "the program writes");
+    assert_eq!(pebs.iter().map(|s| s.2).sum::<usize>(), 0, "PEBS load latency sees no store");
+    assert!(pebs.iter().map(|s| s.1).sum::<usize>() > 0);
 }

@@ -23,6 +23,7 @@ pub mod machine;
 pub mod matrix;
 pub mod presets;
 pub mod render;
+pub mod sampler;
 pub mod synthetic;
 pub mod sysfs;
 pub mod validate;
@@ -32,6 +33,7 @@ pub use error::TopologyError;
 pub use ids::{CpuId, GroupIdx, LinkIdx, NodeId, NodeIdx};
 pub use machine::{BandwidthGraph, CpuGroup, DirLink, End, Link, Machine, MigrationCosts, ModelSource, Node, Route};
 pub use matrix::{Matrix, MatrixSource};
+pub use sampler::AddressSampler;
 
 /// Resolve a `--machine` argument: a preset name, `synthetic:SPEC`, a machine file path, or a
 /// directory holding a captured sysfs tree (`scripts/capture-sysfs.sh`).

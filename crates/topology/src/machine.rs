@@ -192,6 +192,10 @@ pub struct Machine {
     /// load latencies) into time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_ghz: Option<f64>,
+    /// The CPUs' hardware address sampler, when known: the simulator serves a policy's sampling
+    /// request as `ptb run` would on it; unknown, every policy gets the sampler it asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<crate::sampler::AddressSampler>,
     /// Free-form notes: where each number comes from.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -223,6 +227,7 @@ impl Machine {
             bandwidth: None,
             costs: MigrationCosts::default(),
             clock_ghz: None,
+            sampler: None,
             notes: vec![],
         }
     }

@@ -183,6 +183,9 @@ pub fn render_text(m: &Machine) -> String {
         m.page_size,
         m.line_size
     );
+    if let Some(s) = &m.sampler {
+        let _ = writeln!(out, "  address sampler: {}", s.describe());
+    }
 
     let _ = writeln!(out, "\nNUMA nodes");
     let mut rows = vec![vec!["node".into(), "logical".into(), "CPUs".into(), "groups".into(), "memory".into()]];

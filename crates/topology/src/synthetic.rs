@@ -217,6 +217,7 @@ impl SyntheticSpec {
             }),
             costs: MigrationCosts::default(),
             clock_ghz: None,
+            sampler: None,
             notes: vec!["synthetic machine: every number is made up for tests".into()],
         }
     }

@@ -46,7 +46,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.json {
         let doc = serde_json::json!({
             "simulated": true,
-            "world": a.world.describe(),
+            "world": a.world.describe(None),
             "items": report.items.iter().map(|i| {
                 let mut v = serde_json::to_value(i).unwrap_or_default();
                 v["known_deviation"] = serde_json::json!(deviations::cause(i.id));
@@ -64,7 +64,7 @@ pub fn run(a: Args) -> Result<()> {
     } else if a.markdown {
         print!("{}", markdown(&report));
     } else {
-        print!("{}", table(&report, &a.world.line()));
+        print!("{}", table(&report, &a.world.line(None)));
     }
     if a.check && (!report.unexplained().is_empty() || !report.stale().is_empty()) {
         bail!(

@@ -332,8 +332,8 @@ pub fn run(args: Args) -> Result<()> {
     doc.summary = Some(summary.clone());
     doc.extra.insert("seeds".into(), json!(seeds));
     doc.extra.insert("workloads".into(), json!(mixes));
-    doc.extra.insert("world".into(), serde_json::to_value(args.world.describe())?);
-    doc.extra.insert("world_note".into(), json!(args.world.line()));
+    doc.extra.insert("world".into(), serde_json::to_value(args.world.describe(Some(&machine)))?);
+    doc.extra.insert("world_note".into(), json!(args.world.line(Some(&machine))));
     doc.extra.insert("policies".into(), json!(policies.iter().map(|p| p.to_string()).collect::<Vec<_>>()));
     if setup.oracle {
         doc.extra.insert("oracle_note".into(), json!(report::model::ORACLE_NOTE));
@@ -349,7 +349,7 @@ pub fn run(args: Args) -> Result<()> {
             if seeds.len() == 1 { "seed" } else { "seeds" },
             crate::common::join(&seeds)
         );
-        println!("{}", args.world.line());
+        println!("{}", args.world.line(Some(&machine)));
         println!("{}", report::table::terminal(&summary));
         for n in &summary.notes {
             println!("  {n}");

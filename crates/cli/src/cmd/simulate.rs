@@ -125,7 +125,7 @@ pub fn run(args: Args) -> Result<()> {
             machine: &machine.name,
             seed: seeds[0],
             seeds: &seeds,
-            world: args.world.describe(),
+            world: args.world.describe(Some(&machine)),
             results: &results,
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
         if several { "seeds" } else { "seed" },
         crate::common::join(&seeds)
     );
-    println!("{}", args.world.line());
+    println!("{}", args.world.line(Some(&machine)));
     let mut t = Table::new();
     let mut header = vec!["workload"];
     if several {

@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
             simulated: true,
             machine: &args.machine,
             seed: args.seed,
-            world: args.world.describe(),
+            world: args.world.describe(Some(&machine)),
             best_vs_worst: s.best_vs_worst(),
             best_vs_mean: s.best_vs_mean(),
             worst_vs_mean: s.worst_vs_mean(),
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> Result<()> {
         args.size,
         args.machine,
         s.runs.len(),
-        args.world.line()
+        args.world.line(Some(&machine))
     )?;
     writeln!(out, "{t}")?;
     writeln!(

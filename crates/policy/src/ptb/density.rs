@@ -7,7 +7,7 @@
 //! that it costs no more interrupts than the miss sampler would at the period asked, and so
 //! keeps only that share of the samples (cg: 2.45 memory accesses per 100 ops, 41 times fewer
 //! samples). ptb with its miss period there fell from 1.84x to 1.34x of first touch on
-//! opteron6272-8n (one seed, simulated with `--ibs-op-hardware`), cg from 5.30x to 1.05x.
+//! opteron6272-8n (one seed, simulated, the preset's IBS op serving it), cg from 5.30x to 1.05x.
 //!
 //! Approach: the snapshot says what one kept sample stands for (`sampling_period`); over the
 //! period ptb asked, that is the thinning `k` (1 for a miss sampler). To keep one sample per

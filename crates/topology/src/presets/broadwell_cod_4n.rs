@@ -7,7 +7,7 @@
 //! node 0 and node 2, because node 0 -> node 2 (185.7 ns) is nearer than node 0 -> node 3
 //! (196.0) and node 2 -> node 0 (185.3) nearer than node 2 -> node 1 (195.0).
 
-use super::build::{grp, nodes_and_groups, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{grp, nodes_and_groups, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{End, Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -113,6 +113,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency: lat,
         costs: MigrationCosts::default(),
         clock_ghz: 2.4,
+        // Broadwell: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY): Intel SDM vol. 3B.
+        sampler: AddressSampler::PebsLoads,
         notes: vec![
             "source: published Intel Memory Latency Checker (MLC) latency and bandwidth matrices of a 4-node \
              2 x Xeon E5-2680 v4 cluster-on-die machine (verbatim; MB/s / 1000 = GB/s)"

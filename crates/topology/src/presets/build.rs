@@ -12,6 +12,7 @@ use crate::error::TopologyError;
 use crate::ids::{CpuId, GroupIdx, LinkIdx, NodeId, NodeIdx};
 use crate::machine::{BandwidthGraph, CpuGroup, DirLink, End, Link, Machine, MigrationCosts, ModelSource, Node, Route};
 use crate::matrix::{Matrix, MatrixSource};
+pub(super) use crate::sampler::AddressSampler;
 
 /// Bytes in one GiB (preset memory sizes are given in GiB).
 pub(super) const GIB: u64 = 1 << 30;
@@ -262,6 +263,8 @@ pub(super) struct Parts {
     pub costs: MigrationCosts,
     /// Nominal core clock, GHz (the part's base frequency).
     pub clock_ghz: f64,
+    /// The part's hardware address sampler (vendor documentation).
+    pub sampler: AddressSampler,
     pub notes: Vec<String>,
 }
 
@@ -293,6 +296,7 @@ impl Parts {
             bandwidth: None,
             costs: self.costs,
             clock_ghz: Some(self.clock_ghz),
+            sampler: Some(self.sampler),
             notes: self.notes,
         };
         let contended = match self.contended {

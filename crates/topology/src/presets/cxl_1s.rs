@@ -1,7 +1,7 @@
 //! `cxl-1s`: one socket plus a CXL memory expander seen as a CPU-less NUMA node
 //! (machines.md section 3, published Intel MLC figures).
 
-use super::build::{grp, mem, nodes_and_groups, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{grp, mem, nodes_and_groups, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -48,6 +48,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency: lat,
         costs: MigrationCosts::default(),
         clock_ghz: 2.0,
+        // An Intel host (MLC figures): PEBS load latency, Intel SDM vol. 3B.
+        sampler: AddressSampler::PebsLoads,
         notes: vec![
             "source: published Intel MLC measurements of a CXL memory expander seen as a CPU-less node \
              (single-socket host): latency 84.5 / 564.5 ns and bandwidth 30.6 / 4.8 GB/s are published"

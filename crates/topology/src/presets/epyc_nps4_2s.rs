@@ -8,7 +8,7 @@
 //! socket, and one xGMI link between quadrant q of socket 0 and quadrant q of socket 1. Both
 //! CCDs of a node reach their own quadrant's memory locally (empty route).
 
-use super::build::{mem, nodes_and_groups, r3, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{mem, nodes_and_groups, r3, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{End, Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -123,6 +123,9 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency,
         costs: MigrationCosts::default(),
         clock_ghz: 2.45,
+        // EPYC 7763 (Zen 3): IBS op with op counting, no last-level-miss filter (Zen 4 added
+        // l3missonly): AMD's PPR for family 19h model 01h.
+        sampler: AddressSampler::IbsOp { op_count: true, miss_filter: false },
         notes: vec![
             "source: one published report on 2-socket AMD EPYC in NPS4 mode (same-package node ~1.7x local \
              latency, other package ~3.3x); the part is assumed EPYC 7763-like"

@@ -2,7 +2,7 @@
 //! (machines.md section 3): one node and one CPU group per socket, one UPI link between the
 //! sockets, idle latency and read bandwidth as published, controllers from the all-reads peak.
 
-use super::build::{grp, nodes_and_groups, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{grp, nodes_and_groups, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -116,6 +116,9 @@ impl Mlc2s {
             latency: lat,
             costs: MigrationCosts::default(),
             clock_ghz: self.clock_ghz,
+            // Skylake / Ice Lake servers: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY),
+            // Intel SDM vol. 3B.
+            sampler: AddressSampler::PebsLoads,
             notes,
         }
         .finish()

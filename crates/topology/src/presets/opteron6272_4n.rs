@@ -24,7 +24,7 @@
 //! Effective capacities here are for the thesis' pseudo-random STREAM-like kernel, which is
 //! what its published figures measure (about 4 GB/s local); they are far below DDR3 peak.
 
-use super::build::{grp, nodes_and_groups, r3, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{grp, nodes_and_groups, r3, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{End, Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -185,6 +185,9 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
         clock_ghz: 2.1,
+        // Opteron 6272 (family 15h): IBS op with op counting (cnt_ctl, family 10h revision C on),
+        // no last-level-miss filter (l3missonly came with Zen 4): AMD's BKDG for family 15h.
+        sampler: AddressSampler::IbsOp { op_count: true, miss_filter: false },
         notes: vec![
             "source: the PTB master's thesis on NUMA placement (Pages, Threads and Bandwidth), measurements of its \
              AMD Opteron 6272 machine".into(),

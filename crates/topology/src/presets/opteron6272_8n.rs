@@ -26,7 +26,7 @@
 //!   3->7 via 2 (published: they load link 2-3); 0-5 via 4, 0-7 via 6, 1-5 via 7, 1-6 via 0,
 //!   4-7 via 6, 5-6 via 7.
 
-use super::build::{grp, nodes_and_groups, r3, GroupSpec, LinkSet, NodeSpec, Parts};
+use super::build::{grp, nodes_and_groups, r3, AddressSampler, GroupSpec, LinkSet, NodeSpec, Parts};
 use crate::error::TopologyError;
 use crate::machine::{End, Machine, MigrationCosts};
 use crate::matrix::{Matrix, MatrixSource};
@@ -212,6 +212,9 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency,
         costs: MigrationCosts { page_us: PAGE_US, copy_gbps: COPY_GBPS, ..MigrationCosts::default() },
         clock_ghz: 2.1,
+        // Opteron 6272 (family 15h): IBS op with op counting (cnt_ctl, family 10h revision C on),
+        // no last-level-miss filter (l3missonly came with Zen 4): AMD's BKDG for family 15h.
+        sampler: AddressSampler::IbsOp { op_count: true, miss_filter: false },
         notes: vec![
             "source: machine A of Lepers, Quema, Fedorova, \"Thread and Memory Placement on NUMA Systems: \
              Asymmetry Matters\", USENIX ATC 2015 (AsymSched)"
