@@ -168,3 +168,28 @@ fn compare_rejects_a_zero_oracle_delay_and_no_oracle_drops_both_columns() {
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert!(v["results"].as_array().unwrap().iter().all(|r| r["policy"] != "oracle" && r["policy"] != "oracle-moved"));
 }
+
+/// Every output says whose sampler served the policies: a preset's own (it names one), each
+/// policy's own where the machine file names none or `--samplers asked` is given; `ptb
+/// topology` shows the preset's.
+#[test]
+fn compare_says_which_sampler_served_the_policies() {
+    let line = |args: &[&str]| {
+        let mut a = vec!["compare", "--workload", "ep", "--policy", "first-touch", "--no-oracle"];
+        a.extend_from_slice(args);
+        a.push("--duration-scale=0.02");
+        let out = ptb().args(&a).assert().success().get_output().stdout.clone();
+        String::from_utf8(out).unwrap()
+    };
+    let t = line(&["--machine", "opteron6272-4n"]);
+    assert!(t.contains("samples: the machine's ibs-op (ops counted, no miss filter)"), "{t}");
+    let t = line(&["--machine", "broadwell-cod-4n"]);
+    assert!(t.contains("samples: the machine's pebs-loads"), "{t}");
+    let t = line(&["--machine", "opteron6272-4n", "--samplers", "asked"]);
+    assert!(t.contains("samples: each policy the sampler it asks for (--samplers asked)"), "{t}");
+    let t = line(&["--machine", "synthetic:nodes=2,cpus=2"]);
+    assert!(t.contains("the machine file names no sampler"), "{t}");
+    let out = ptb().args(["topology", "--machine", "opteron6272-8n"]).assert().success().get_output().stdout.clone();
+    let t = String::from_utf8(out).unwrap();
+    assert!(t.contains("address sampler: ibs-op (ops counted, no miss filter)"), "{t}");
+}

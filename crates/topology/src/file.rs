@@ -157,6 +157,32 @@ mod tests {
     }
 
     #[test]
+    fn the_address_sampler_round_trips_and_a_wrong_one_is_named() {
+        for sampler in [
+            crate::AddressSampler::IbsOp { op_count: true, miss_filter: false },
+            crate::AddressSampler::IbsOp { op_count: false, miss_filter: true },
+            crate::AddressSampler::PebsLoads,
+        ] {
+            let m = crate::Machine { sampler: Some(sampler), ..crate::synthetic::synthetic("nodes=2").unwrap() };
+            let text = to_toml(&m).unwrap();
+            assert!(text.contains("[sampler]"), "{text}");
+            assert_eq!(parse(&text, false, Path::new("m.toml")).unwrap(), m);
+        }
+        let t = toml_of("nodes=2")
+            + "
+[sampler]
+kind = \"ibs\"\n";
+        let e = err(&t);
+        assert!(e.contains("m.toml") && e.contains("ibs"), "{e}");
+        let t = toml_of("nodes=2")
+            + "
+[sampler]
+kind = \"ibs-op\"\nop_count = true\n";
+        let e = err(&t);
+        assert!(e.contains("m.toml") && e.contains("miss_filter"), "{e}");
+    }
+
+    #[test]
     fn syntax_errors_carry_the_line() {
         let mut t = toml_of("nodes=2");
         t.push_str("\nthis is not toml\n");

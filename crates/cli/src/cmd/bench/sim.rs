@@ -44,6 +44,12 @@ pub struct Args {
     /// their median and range.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
+    /// Which sampler serves the policy: `asked` (default), the sampler it asks for, a miss
+    /// sampler at `--period` for `follow`: the densest sampling, the simulator's heaviest case;
+    /// `machine`, the machine's own as `ptb compare` runs it (on the Opteron presets IBS op
+    /// thins a miss request to a few percent of the samples).
+    #[arg(long, value_enum, default_value_t = crate::world::SamplersArg::Asked)]
+    samplers: crate::world::SamplersArg,
 }
 
 fn workload(threads: usize, pages: u64) -> Result<Workload> {
@@ -177,7 +183,8 @@ pub fn run(args: Args) -> Result<()> {
         Simulation::new(machine.clone(), vec![w.clone()], SimOptions { duration_scale: 0.02, ..Default::default() })?;
     let probe_s = probe.first_touch()?.runtime_s;
     let scale = 0.02 * args.seconds / probe_s.max(1e-9);
-    let opts = |sampler_thread| SimOptions { duration_scale: scale, sampler_thread, ..Default::default() };
+    let samplers = args.samplers.into();
+    let opts = |sampler_thread| SimOptions { duration_scale: scale, sampler_thread, samplers, ..Default::default() };
     let sim = Simulation::new(machine.clone(), vec![w.clone()], opts(false))?;
     let threaded = Simulation::new(machine.clone(), vec![w], opts(true))?;
     // The first-touch reference (cached inside `sim`), timed on its own.
@@ -203,6 +210,14 @@ pub fn run(args: Args) -> Result<()> {
         args.policy,
         1e3 * r.runtime_s / (r.cycles.max(1) as f64),
         r.cycles
+    );
+    println!(
+        "  samples: {}",
+        match args.samplers {
+            crate::world::SamplersArg::Asked => "the sampler the policy asks for (--samplers asked: the densest case)",
+            crate::world::SamplersArg::Machine =>
+                "the machine's own sampler, as ptb compare runs it (--samplers machine)",
+        }
     );
     println!("  {} timed runs of each mode, alternating: median (lowest-highest)", args.runs);
     for (label, t) in [("one thread", &one), ("samples drawn on a second thread (--sampler-thread)", &two)] {
