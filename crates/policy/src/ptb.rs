@@ -812,8 +812,10 @@ pub(crate) fn measured_latency_ns(snap: &Snapshot) -> Vec<Option<f64>> {
         node_of.entry(t.tid).or_insert(t.node.ix());
     }
     let (mut sum, mut n) = (vec![0.0; nn], vec![0u32; nn]);
-    for s in snap.samples {
-        if let (Some(l), Some(&node)) = (s.latency_ns, node_of.get(&s.tid)) {
+    // Samples come thread after thread (a ring per thread): one lookup of the thread per run.
+    for run in snap.samples.chunk_by(|a, b| a.tid == b.tid) {
+        let Some(&node) = node_of.get(&run[0].tid) else { continue };
+        for l in run.iter().filter_map(|s| s.latency_ns) {
             sum[node] += f64::from(l);
             n[node] += 1;
         }

@@ -241,13 +241,22 @@ impl ThreadPins {
             v.iter_mut().for_each(|x| *x *= decay);
         }
         let shift = snap.machine.page_size.trailing_zeros();
-        for s in snap.samples {
-            let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
-            let Some(home) = snap.pages.get(page).filter(|h| h.ix() < nn) else { continue };
-            if !self.node.contains_key(&s.tid) {
+        // Samples come thread after thread (a ring per thread): one lookup of the thread per run.
+        for run in snap.samples.chunk_by(|a, b| a.tid == b.tid) {
+            let tid = run[0].tid;
+            if !self.node.contains_key(&tid) {
                 continue;
             }
-            self.data.entry(s.tid).or_insert_with(|| vec![0.0; nn])[home.ix()] += 1.0;
+            let mut homes = run.iter().filter_map(|s| {
+                let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
+                snap.pages.get(page).filter(|h| h.ix() < nn)
+            });
+            let Some(first) = homes.next() else { continue };
+            let row = self.data.entry(tid).or_insert_with(|| vec![0.0; nn]);
+            // One at a time, as the counts have always been added (the same sums to the bit).
+            for home in std::iter::once(first).chain(homes) {
+                row[home.ix()] += 1.0;
+            }
         }
         moves
     }

@@ -181,6 +181,9 @@ fn synthesise(c: Case, seed: u64) -> Result<World> {
             });
         }
     }
+    // Thread after thread, as the drivers deliver them (the daemon drains one ring per thread,
+    // the simulator draws per thread); each thread's samples in page order.
+    samples.sort_by_key(|s| s.tid);
     let free = vec![machine.nodes[0].memory_bytes; machine.n_nodes()];
     Ok(World { machine, threads, samples, pages, free, regions: vec![] })
 }
@@ -223,7 +226,10 @@ fn contiguous(c: Case, n: u64, machine: Machine, threads: Vec<ThreadState>, rng:
                 phys: None,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // Thread after thread, as the drivers deliver them.
+    let mut samples = samples;
+    samples.sort_by_key(|s| s.tid);
     let regions = vec![ptb_policy::Region {
         app: 1,
         start_vpn: HEAP_VPN,
