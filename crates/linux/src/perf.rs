@@ -342,9 +342,12 @@ pub struct PerfSource {
     /// Address samples arrive without a data source (IBS before Linux 6.1): no cache hit can be
     /// dropped, and the samples are every memory op's.
     no_data_src: bool,
-    /// The shortest period that keeps a thread under [`MAX_INTERRUPTS_PER_S`] (from the events
-    /// a second the last drain showed; 0 before).
-    min_period: u64,
+    /// Sampled events a second per thread, as the last drain showed them (0 before): with
+    /// [`MAX_INTERRUPTS_PER_S`], or the policy's lower budget, the shortest period.
+    events_per_s: f64,
+    /// The policy's own interrupt budget per thread and second (`SamplingRequest`), if lower
+    /// than the cap.
+    budget: Option<f64>,
     /// When the rings were last drained.
     last_drain: Option<std::time::Instant>,
     /// The period may be raised to keep under [`MAX_INTERRUPTS_PER_S`] (not for a recording,
@@ -400,7 +403,8 @@ impl PerfSource {
             asked: period.max(1),
             kept_share: KEPT_SHARE_PRIOR,
             no_data_src: false,
-            min_period: 0,
+            events_per_s: 0.0,
+            budget: None,
             last_drain: None,
             capped: true,
             period: period.max(1),
@@ -425,7 +429,8 @@ impl PerfSource {
     /// period programmed.
     fn thinned(&self, asked: u64) -> u64 {
         let thins = self.memory_only && !self.hw_misses;
-        ptb_profile::thinning::period(asked, thins.then_some(self.kept_share), self.min_period)
+        let min_period = ptb_profile::thinning::min_period(self.events_per_s, self.budget);
+        ptb_profile::thinning::period(asked, thins.then_some(self.kept_share), min_period)
     }
 
     /// What one drain saw: `sampled` samples (interrupts) of `threads` threads over `secs`
@@ -438,7 +443,7 @@ impl PerfSource {
         }
         if self.capped && self.kind != SourceKind::PageFaults && sampled >= MIN_SEEN && threads > 0 && secs > 0.0 {
             let events = sampled as f64 * self.period as f64 / (threads as f64 * secs);
-            self.min_period = ptb_profile::thinning::min_period(events);
+            self.events_per_s = events;
         }
         if self.memory_only && !self.hw_misses && seen >= MIN_SEEN {
             self.kept_share = (kept.max(1) as f64 / sampled.max(seen) as f64).min(1.0);
@@ -454,6 +459,22 @@ impl PerfSource {
     pub fn uncapped(mut self) -> Self {
         self.capped = false;
         self
+    }
+
+    /// Hold the interrupts under a policy's own `budget` (a second per thread; `None`: the cap
+    /// alone) from now on. Returns how many rings were closed to change the period (see
+    /// [`Self::set_period`]).
+    pub fn set_budget(&mut self, budget: Option<f64>) -> usize {
+        if budget == self.budget {
+            return 0;
+        }
+        self.budget = budget;
+        self.program(self.thinned(self.asked))
+    }
+
+    /// The policy's interrupt budget in force ([`Self::set_budget`]).
+    pub fn budget(&self) -> Option<f64> {
+        self.budget
     }
 
     /// The period asked for ([`Self::period`] is the one programmed).
@@ -831,6 +852,13 @@ mod tests {
         assert_eq!(z.period(), 8192 * 5);
         z.set_period(64);
         assert_eq!((z.asked_period(), z.period()), (64, 8192 * 5));
+        // A policy's own lower budget lowers the interrupts further; a higher one is the cap.
+        z.set_budget(Some(5_000.0));
+        assert_eq!(z.period(), 8192 * 20);
+        z.set_budget(Some(1e6));
+        assert_eq!(z.period(), 8192 * 5);
+        z.set_budget(None);
+        assert_eq!(z.period(), 8192 * 5);
         // A recording keeps the period given (its trace states one).
         let mut r =
             PerfSource::new(SourceKind::IbsOp { pmu_type: 11, op_count: None, miss_only: None }, 4096).uncapped();

@@ -39,6 +39,13 @@ pub trait LiveSource: SampleSource {
     }
     /// Sample once every `period` events from now on.
     fn set_period(&mut self, period: u64);
+    /// The policy's interrupt budget in force (`SamplingRequest::max_interrupts_per_s`).
+    fn budget(&self) -> Option<f64> {
+        None
+    }
+    /// Hold the sample interrupts under the policy's own budget from now on (`None`: the
+    /// source's cap alone). Sources without a cap ignore it.
+    fn set_budget(&mut self, _budget: Option<f64>) {}
     /// What its samples stand for at the current period.
     fn mode(&self) -> SamplingMode;
     /// True when it samples (not paused).
@@ -64,6 +71,15 @@ impl LiveSource for PerfSource {
         let reopen = PerfSource::set_period(self, period);
         if reopen > 0 {
             tracing::info!(rings = reopen, period, "rings reopened at the new sample period");
+        }
+    }
+    fn budget(&self) -> Option<f64> {
+        PerfSource::budget(self)
+    }
+    fn set_budget(&mut self, budget: Option<f64>) {
+        let reopen = PerfSource::set_budget(self, budget);
+        if reopen > 0 {
+            tracing::info!(rings = reopen, ?budget, "rings reopened under the policy's interrupt budget");
         }
     }
     fn mode(&self) -> SamplingMode {
@@ -187,6 +203,11 @@ impl SampleControl for Sampling<'_> {
             if follows && period.max(1) != src.asked_period() {
                 src.set_period(period.max(1));
                 self.changed.push(format!("period {}", src.period()));
+            }
+            if follows && req.max_interrupts_per_s != src.budget() {
+                src.set_budget(req.max_interrupts_per_s);
+                let budget = req.max_interrupts_per_s.map_or("the cap".into(), |b| format!("{b:.0}/s"));
+                self.changed.push(format!("interrupt budget {budget} (period {})", src.period()));
             }
         }
     }

@@ -33,7 +33,7 @@ impl Policy for Asks {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: address(START_PERIOD), cycle: Duration::from_millis(20) }
+        SamplingRequest { mode: address(START_PERIOD), cycle: Duration::from_millis(20), max_interrupts_per_s: None }
     }
     fn decide(&mut self, snap: &Snapshot) -> Plan {
         self.seen.lock().unwrap().push((snap.sampling, snap.sampling_period));
@@ -48,6 +48,8 @@ struct FakeSource {
     periods: Arc<Mutex<Vec<u64>>>,
     /// Every thread it was told to sample, in order.
     tracked: Arc<Mutex<Vec<Tid>>>,
+    /// Every interrupt budget it was given, in order.
+    budgets: Arc<Mutex<Vec<Option<f64>>>>,
 }
 
 impl SampleSource for FakeSource {
@@ -81,6 +83,12 @@ impl LiveSource for FakeSource {
     }
     fn set_enabled(&mut self, on: bool) {
         self.on = on;
+    }
+    fn budget(&self) -> Option<f64> {
+        self.budgets.lock().unwrap().last().copied().flatten()
+    }
+    fn set_budget(&mut self, budget: Option<f64>) {
+        self.budgets.lock().unwrap().push(budget);
     }
 }
 
@@ -132,8 +140,13 @@ fn run_loop_on(
 fn fake_opener(periods: Arc<Mutex<Vec<u64>>>) -> Opener<'static> {
     Box::new(move |mode| {
         let SamplingMode::Address { period, .. } = mode else { return Ok(None) };
-        Ok(Some(Box::new(FakeSource { period, on: true, periods: periods.clone(), tracked: Default::default() })
-            as Box<dyn LiveSource>))
+        Ok(Some(Box::new(FakeSource {
+            period,
+            on: true,
+            periods: periods.clone(),
+            tracked: Default::default(),
+            budgets: Default::default(),
+        }) as Box<dyn LiveSource>))
     })
 }
 
@@ -142,7 +155,8 @@ fn the_daemon_loop_applies_the_plans_sampling_period_and_cycle() {
     let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
     let cfg = config(None, None, "auto", machine.all_nodes());
     let periods = Arc::new(Mutex::new(vec![]));
-    let asks = SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30) };
+    let asks =
+        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
     let (stats, seen) = run_loop(asks, &cfg, fake_opener(periods.clone()));
     assert!(seen.len() >= 3, "cycles run: {}", seen.len());
     assert_eq!(*periods.lock().unwrap(), vec![PLAN_PERIOD], "the source's period was set once, to the plan's");
@@ -154,21 +168,60 @@ fn the_daemon_loop_applies_the_plans_sampling_period_and_cycle() {
     assert!(stats.source.contains("period 4321"), "{}", stats.source);
 }
 
+/// A policy's interrupt budget reaches the source, once, and a plan without one leaves the
+/// source's cap alone.
+#[test]
+fn the_daemon_loop_hands_the_source_the_plans_interrupt_budget() {
+    let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
+    let cfg = config(None, None, "auto", machine.all_nodes());
+    let budgets = Arc::new(Mutex::new(vec![]));
+    let open = |budgets: Arc<Mutex<Vec<Option<f64>>>>| -> Opener<'static> {
+        Box::new(move |mode| {
+            let SamplingMode::Address { period, .. } = mode else { return Ok(None) };
+            let fake = FakeSource {
+                period,
+                on: true,
+                periods: Default::default(),
+                tracked: Default::default(),
+                budgets: budgets.clone(),
+            };
+            Ok(Some(Box::new(fake) as Box<dyn LiveSource>))
+        })
+    };
+    let asks = SamplingRequest {
+        mode: address(PLAN_PERIOD),
+        cycle: Duration::from_millis(30),
+        max_interrupts_per_s: Some(5e3),
+    };
+    let (stats, _) = run_loop(asks, &cfg, open(budgets.clone()));
+    assert_eq!(*budgets.lock().unwrap(), vec![Some(5e3)], "set once, to the plan's");
+    assert!(stats.sampling_changes >= 1);
+    let none = Arc::new(Mutex::new(vec![]));
+    let asks =
+        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
+    run_loop(asks, &cfg, open(none.clone()));
+    assert!(none.lock().unwrap().is_empty(), "no budget asked, none set: {:?}", none.lock().unwrap());
+}
+
 #[test]
 fn what_the_user_fixed_wins_over_the_plan() {
     let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
     let cfg = config(Some(Duration::from_millis(25)), Some(7), "auto", machine.all_nodes());
     let periods = Arc::new(Mutex::new(vec![]));
-    let asks = SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30) };
+    let asks =
+        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
     // The opener gets the policy's mode; the real one applies `--period` (here: the fake starts
     // at the user's period as the real opener would).
     let open: Opener = {
         let periods = periods.clone();
         Box::new(move |_| {
-            Ok(Some(
-                Box::new(FakeSource { period: 7, on: true, periods: periods.clone(), tracked: Default::default() })
-                    as Box<dyn LiveSource>,
-            ))
+            Ok(Some(Box::new(FakeSource {
+                period: 7,
+                on: true,
+                periods: periods.clone(),
+                tracked: Default::default(),
+                budgets: Default::default(),
+            }) as Box<dyn LiveSource>))
         })
     };
     let (stats, seen) = run_loop(asks, &cfg, open);
@@ -189,7 +242,8 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
         Ok(Some(Box::new(crate::perf::PerfSource::new(SourceKind::PageFaults, 1)) as Box<dyn LiveSource>))
     });
     // Period first (ignored by a fault source), then nothing.
-    let asks = SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(20) };
+    let asks =
+        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(20), max_interrupts_per_s: None };
     let (stats, seen) = run_loop(asks, &cfg, open);
     assert!(seen.iter().all(|s| *s == (SamplingMode::PageFaults, 1)), "{seen:?}");
     assert_eq!(stats.sampling_period, 1);
@@ -198,7 +252,8 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
     let open: Opener = Box::new(|_| {
         Ok(Some(Box::new(crate::perf::PerfSource::new(SourceKind::PageFaults, 1)) as Box<dyn LiveSource>))
     });
-    let asks = SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(20) };
+    let asks =
+        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(20), max_interrupts_per_s: None };
     let (stats, seen) = run_loop(asks, &cfg, open);
     assert_eq!(seen[0], (SamplingMode::PageFaults, 1));
     assert!(seen[1..].iter().all(|s| *s == (SamplingMode::None, 0)), "paused after the first plan: {seen:?}");
@@ -211,14 +266,18 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
 fn a_source_opens_when_a_policy_that_started_without_samples_asks_for_them() {
     let periods = Arc::new(Mutex::new(vec![]));
     let mut s = Sampling::start(
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(5) },
+        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(5), max_interrupts_per_s: None },
         Fixed::default(),
         fake_opener(periods),
     )
     .unwrap();
     assert_eq!(s.cycle(), MIN_CYCLE, "cycles are at least 10 ms");
     assert_eq!((s.mode(), s.period()), (SamplingMode::None, 0));
-    s.set_sampling(SamplingRequest { mode: address(500), cycle: Duration::from_millis(40) });
+    s.set_sampling(SamplingRequest {
+        mode: address(500),
+        cycle: Duration::from_millis(40),
+        max_interrupts_per_s: None,
+    });
     assert_eq!((s.mode(), s.period(), s.cycle()), (address(500), 500, Duration::from_millis(40)));
     assert_eq!(s.take_change().as_deref(), Some("cycle 40 ms, samples from fake (period 500)"));
     assert_eq!(s.take_change(), None);
@@ -236,13 +295,19 @@ fn a_targets_threads_are_sampled_before_the_first_cycle_ends() {
         let tracked = tracked.clone();
         Box::new(move |mode| {
             let SamplingMode::Address { period, .. } = mode else { return Ok(None) };
-            Ok(Some(Box::new(FakeSource { period, on: true, periods: Default::default(), tracked: tracked.clone() })
-                as Box<dyn LiveSource>))
+            Ok(Some(Box::new(FakeSource {
+                period,
+                on: true,
+                periods: Default::default(),
+                tracked: tracked.clone(),
+                budgets: Default::default(),
+            }) as Box<dyn LiveSource>))
         })
     };
     let child = std::process::Command::new("sleep").arg("0.4").spawn().unwrap();
     let pid = child.id();
-    let asks = SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_secs(2) };
+    let asks =
+        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_secs(2), max_interrupts_per_s: None };
     let (_, seen) = run_loop_on(child, asks, &cfg, open);
     assert!(seen.is_empty(), "no cycle ended while the target ran: {seen:?}");
     assert!(tracked.lock().unwrap().contains(&pid), "its thread {pid} was sampled: {:?}", tracked.lock().unwrap());

@@ -89,12 +89,16 @@ impl Policy for MoveOnce {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: self.threads.clone() }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::None, cycle: self.delay }
+        SamplingRequest { mode: SamplingMode::None, cycle: self.delay, max_interrupts_per_s: None }
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
         let Some(pages) = self.pages.take() else { return Plan::default() };
         // One move, then no more cycles worth speaking of.
-        let sampling = Some(SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1 << 20) });
+        let sampling = Some(SamplingRequest {
+            mode: SamplingMode::None,
+            cycle: Duration::from_secs(1 << 20),
+            max_interrupts_per_s: None,
+        });
         Plan { pages, sampling, ..Plan::default() }
     }
 }

@@ -124,7 +124,7 @@ mod tests {
             StartPlan::default()
         }
         fn sampling(&self) -> SamplingRequest {
-            SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1) }
+            SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1), max_interrupts_per_s: None }
         }
         fn decide(&mut self, _: &Snapshot) -> Plan {
             self.0.clone()
@@ -175,6 +175,7 @@ mod tests {
         SamplingRequest {
             mode: SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period },
             cycle: Duration::from_millis(250),
+            max_interrupts_per_s: None,
         }
     }
 

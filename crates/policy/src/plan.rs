@@ -112,6 +112,11 @@ pub struct SamplingRequest {
     pub mode: SamplingMode,
     /// Time between two `decide` calls.
     pub cycle: Duration,
+    /// The most sample interrupts a second per sampled thread the policy lets its sampling
+    /// cost; the driver holds every hardware source under the lower of this and its own cap
+    /// ([`ptb_profile::thinning::MAX_INTERRUPTS_PER_S`]). `None`: the driver's cap alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_interrupts_per_s: Option<f64>,
 }
 
 /// What to do at start.

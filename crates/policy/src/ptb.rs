@@ -180,7 +180,11 @@ impl Ptb {
             pace: Default::default(),
             mlp: mlp::MlpTracker::new(prior_mlp),
             density: Default::default(),
-            sent: SamplingRequest { mode: SamplingMode::None, cycle: std::time::Duration::ZERO },
+            sent: SamplingRequest {
+                mode: SamplingMode::None,
+                cycle: std::time::Duration::ZERO,
+                max_interrupts_per_s: None,
+            },
             gated: false,
         };
         ptb.sent = ptb.sampling_now();
@@ -201,8 +205,19 @@ impl Ptb {
         // A compute-bound program is sampled at the period as the source thins it: ptb only
         // watches its traffic for the next phase, and a thinned source keeps more samples of
         // itself as the share of ops that are memory accesses rises.
+        let base = period;
         let period = if self.gated { period } else { self.density.period_for(period) };
-        SamplingRequest { mode: SamplingMode::Address { event: SampledEvent::Misses, period }, cycle }
+        // What the samples may cost follows their density, as a miss sampler's would: a source
+        // that thins (and so meets the driver's interrupt cap sooner) is held to the same
+        // share of the cap as the density asked is of the usual one (a quarter in quiet cycles).
+        let cap = ptb_profile::thinning::MAX_INTERRUPTS_PER_S;
+        let budget = cap * self.p.period as f64 / base.max(1) as f64;
+        let max_interrupts_per_s = (budget < cap).then_some(budget);
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Misses, period },
+            cycle,
+            max_interrupts_per_s,
+        }
     }
 }
 

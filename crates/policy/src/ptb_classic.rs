@@ -178,6 +178,7 @@ impl Policy for PtbClassic {
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.period },
             cycle: self.cfg.tau,
+            max_interrupts_per_s: None,
         }
     }
 

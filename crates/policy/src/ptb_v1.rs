@@ -170,7 +170,11 @@ impl PtbV1 {
         } else {
             (self.p.cycle, self.period)
         };
-        SamplingRequest { mode: SamplingMode::Address { event: SampledEvent::Misses, period }, cycle }
+        SamplingRequest {
+            mode: SamplingMode::Address { event: SampledEvent::Misses, period },
+            cycle,
+            max_interrupts_per_s: None,
+        }
     }
 }
 

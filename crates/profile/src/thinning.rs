@@ -40,9 +40,11 @@ pub fn period(asked: u64, kept_share: Option<f64>, min_period: u64) -> u64 {
 }
 
 /// The shortest period that keeps a thread counting `events_per_s` sampled events a second
-/// under [`MAX_INTERRUPTS_PER_S`].
-pub fn min_period(events_per_s: f64) -> u64 {
-    (events_per_s / MAX_INTERRUPTS_PER_S).ceil() as u64
+/// under [`MAX_INTERRUPTS_PER_S`], or under a policy's own lower budget (`budget`, interrupts
+/// a second per thread; at least one).
+pub fn min_period(events_per_s: f64, budget: Option<f64>) -> u64 {
+    let cap = budget.map_or(MAX_INTERRUPTS_PER_S, |b| b.clamp(1.0, MAX_INTERRUPTS_PER_S));
+    (events_per_s / cap).ceil() as u64
 }
 
 /// What a hardware sampler delivers for a request.
@@ -99,6 +101,8 @@ mod tests {
         assert_eq!(period(8192, Some(2.0), 0), 8192, "a share above 1 is 1");
         assert_eq!(period(8192, Some(0.0), 0), 8192 << 20);
         assert_eq!(period(8192, None, 40_960), 40_960);
-        assert_eq!(min_period(8192.0 * 100_000.0), 8192 * 5);
+        assert_eq!(min_period(8192.0 * 100_000.0, None), 8192 * 5);
+        assert_eq!(min_period(8192.0 * 100_000.0, Some(5_000.0)), 8192 * 20, "a lower budget");
+        assert_eq!(min_period(8192.0 * 100_000.0, Some(1e9)), 8192 * 5, "never above the cap");
     }
 }

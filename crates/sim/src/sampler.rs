@@ -73,8 +73,9 @@ pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
 pub struct Thinning {
     /// Share of the ops that are memory accesses, as the last cycle showed it.
     pub share: f64,
-    /// The shortest period under the interrupt cap, from the last cycle (0 before).
-    min_period: u64,
+    /// Ops a second a thread ran in the last cycle (0 before): with the interrupt cap, or the
+    /// policy's lower budget, the shortest period.
+    ops_per_s: f64,
     /// This cycle's ops, memory accesses and thread running time (ns) so far.
     ops: f64,
     accesses: f64,
@@ -86,14 +87,16 @@ pub struct Thinning {
 impl Default for Thinning {
     fn default() -> Self {
         let share = ptb_profile::thinning::KEPT_SHARE_PRIOR;
-        Thinning { share, min_period: 0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
+        Thinning { share, ops_per_s: 0.0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
     }
 }
 
 impl Thinning {
-    /// The op period for `asked` at the share known now.
-    fn period_for(&self, asked: u64) -> u64 {
-        ptb_profile::thinning::period(asked, Some(self.share), self.min_period)
+    /// The op period for `asked` at the share known now, under the policy's interrupt budget
+    /// (`None`: the daemon's cap).
+    fn period_for(&self, asked: u64, budget: Option<f64>) -> u64 {
+        let min_period = ptb_profile::thinning::min_period(self.ops_per_s, budget);
+        ptb_profile::thinning::period(asked, Some(self.share), min_period)
     }
 
     /// The cycle ends: its share sets the next cycle's period.
@@ -102,7 +105,7 @@ impl Thinning {
             self.share = (self.accesses / self.ops).min(1.0);
         }
         if self.run_ns > 0.0 {
-            self.min_period = ptb_profile::thinning::min_period(self.ops / (self.run_ns * 1e-9));
+            self.ops_per_s = self.ops / (self.run_ns * 1e-9);
         }
         (self.ops, self.accesses, self.run_ns, self.period) = (0.0, 0.0, 0.0, 0);
     }
@@ -168,7 +171,7 @@ impl Run<'_> {
         // a thinned op period.
         let Served { event, thinned: thin } = self.served(event);
         let (event, period) = if thin {
-            let q = self.thinning.period_for(period.max(1));
+            let q = self.thinning.period_for(period.max(1), self.sampling.max_interrupts_per_s);
             self.thinning.period = q;
             (SampledEvent::Misses, q)
         } else {

@@ -210,6 +210,7 @@ impl Policy for AsymSched {
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.sample_period },
             cycle: self.cfg.cycle,
+            max_interrupts_per_s: None,
         }
     }
 

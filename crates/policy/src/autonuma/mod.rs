@@ -209,6 +209,7 @@ impl AutoNuma {
         SamplingRequest {
             mode: SamplingMode::HintFaults { scan_bytes: self.t.scan_size_mb << 20, scan_period: self.period },
             cycle: self.period.min(RETRY),
+            max_interrupts_per_s: None,
         }
     }
 

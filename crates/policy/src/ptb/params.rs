@@ -15,7 +15,7 @@ pub const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "period",
         default: "8192",
-        doc: "sampling period: one address sample per N memory accesses (half of it in the quick first cycles, 4x once nothing moved for 3 cycles; a source that keeps fewer, such as IBS op without a miss filter, is asked for more, its interrupts held to 2% of the threads' time); smaller sees more and costs more",
+        doc: "sampling period: one address sample per N memory accesses (half of it in the quick first cycles, 4x once nothing moved for 3 cycles; a source that keeps fewer, such as IBS op without a miss filter, is asked for more, its interrupts held to 2% of the threads' time, to 0.5% in the 4x cycles); smaller sees more and costs more",
     },
     ParamDoc {
         key: "chunk_pages",

@@ -252,9 +252,15 @@ fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
     let pa = run_cycles(&mut a, &w, &s, 8192, 10);
     let pb = run_cycles(&mut b, &w, &s, 8192, 10);
     assert_eq!(pa, pb);
-    assert!(pa.iter().any(|p| p
-        .sampling
-        .is_some_and(|r| r.mode == SamplingMode::Address { event: SampledEvent::Misses, period: 8192 * 4 })));
+    let asked: Vec<_> = pa.iter().filter_map(|p| p.sampling).collect();
+    assert!(asked.iter().any(|r| r.mode == SamplingMode::Address { event: SampledEvent::Misses, period: 8192 * 4 }));
+    // Its cost follows: in quiet cycles a quarter of the driver's interrupt cap, which a
+    // thinned source (IBS op without a miss filter) would otherwise spend whatever the density
+    // asked; the quick first cycles are held to the cap alone.
+    let quarter = Some(ptb_profile::thinning::MAX_INTERRUPTS_PER_S / 4.0);
+    assert_eq!(asked.last().map(|r| r.max_interrupts_per_s), Some(quarter), "{asked:?}");
+    let quick = asked.iter().filter(|r| r.cycle < PtbParams::default().cycle);
+    assert!(quick.clone().count() > 0 && quick.clone().all(|r| r.max_interrupts_per_s.is_none()), "{asked:?}");
 }
 
 #[test]
@@ -512,7 +518,8 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
         ptb.sampling(),
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::Misses, period: p.period },
-            cycle: p.cycle
+            cycle: p.cycle,
+            max_interrupts_per_s: None,
         }
     );
     // The memory-bound phase begins: quick cycles with denser sampling.

@@ -235,7 +235,8 @@ fn parameters_defaults_and_errors() {
         p.sampling(),
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::Cycles, period: 65536 },
-            cycle: Duration::from_millis(500)
+            cycle: Duration::from_millis(500),
+            max_interrupts_per_s: None,
         }
     );
     assert_eq!(p.config().hash_slots, 20000);

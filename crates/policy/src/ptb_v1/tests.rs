@@ -481,7 +481,8 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
         ptb.sampling(),
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::Misses, period: p.period },
-            cycle: p.cycle
+            cycle: p.cycle,
+            max_interrupts_per_s: None,
         }
     );
     // The memory-bound phase begins: quick cycles with denser sampling for start_cycles.

@@ -159,6 +159,7 @@ impl Policy for Selective {
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: self.cfg.sample_period },
             cycle: self.cfg.epoch,
+            max_interrupts_per_s: None,
         }
     }
 

@@ -128,6 +128,7 @@ impl Policy for Fixed {
         SamplingRequest {
             mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: 100 },
             cycle: Duration::from_millis(100),
+            max_interrupts_per_s: None,
         }
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
