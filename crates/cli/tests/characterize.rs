@@ -44,6 +44,10 @@ fn a_quick_run_writes_a_machine_file_that_topology_shows() {
     if m.nodes.len() == 1 {
         assert!(text.contains("1x1 case"), "{text}");
     }
+    // The file names the address sampler `ptb run` would use here (none on a VM without a PMU).
+    let found = ptb_linux::perf::detect(Path::new("/")).found.iter().find_map(|k| k.sampler());
+    assert_eq!(m.sampler, found);
+    assert!(text.contains("Address sampler: "), "{text}");
     for f in ["bg-uncontended.png", "bg-contended.svg", "bg-latency.png"] {
         assert!(d.path().join(f).exists(), "{f}");
     }

@@ -177,8 +177,21 @@ fn measure(args: &Args) -> Result<()> {
     })
     .map_err(explain)?;
     bar.finish_and_clear();
-    let out_machine = model::with_measurements(&m, &c, args.out.as_deref().and_then(Path::to_str));
+    let mut out_machine = model::with_measurements(&m, &c, args.out.as_deref().and_then(Path::to_str));
+    // The address sampler `ptb run` would use here, so that a simulation on this file samples
+    // as this machine does (none named: a software or no PMU; each policy then gets what it asks).
+    out_machine.sampler = ptb_linux::perf::detect(Path::new("/")).found.iter().find_map(|k| k.sampler());
+    if let Some(s) = out_machine.sampler {
+        out_machine.notes.push(format!("address sampler: {} (found by ptb characterize)", s.describe()));
+    }
     say(args.json, &format!("Measured in {:.1} s.", c.seconds));
+    say(
+        args.json,
+        &match out_machine.sampler {
+            Some(s) => format!("Address sampler: {}.", s.describe()),
+            None => "Address sampler: none found (no IBS op or PEBS load latency here): the file names none.".into(),
+        },
+    );
     if !args.json {
         print_results(&out_machine, &c);
     }
