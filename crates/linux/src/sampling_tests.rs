@@ -33,7 +33,7 @@ impl Policy for Asks {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: address(START_PERIOD), cycle: Duration::from_millis(20), max_interrupts_per_s: None }
+        SamplingRequest::new(address(START_PERIOD), Duration::from_millis(20))
     }
     fn decide(&mut self, snap: &Snapshot) -> Plan {
         self.seen.lock().unwrap().push((snap.sampling, snap.sampling_period));
@@ -155,8 +155,7 @@ fn the_daemon_loop_applies_the_plans_sampling_period_and_cycle() {
     let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
     let cfg = config(None, None, "auto", machine.all_nodes());
     let periods = Arc::new(Mutex::new(vec![]));
-    let asks =
-        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(address(PLAN_PERIOD), Duration::from_millis(30));
     let (stats, seen) = run_loop(asks, &cfg, fake_opener(periods.clone()));
     assert!(seen.len() >= 3, "cycles run: {}", seen.len());
     assert_eq!(*periods.lock().unwrap(), vec![PLAN_PERIOD], "the source's period was set once, to the plan's");
@@ -197,8 +196,7 @@ fn the_daemon_loop_hands_the_source_the_plans_interrupt_budget() {
     assert_eq!(*budgets.lock().unwrap(), vec![Some(5e3)], "set once, to the plan's");
     assert!(stats.sampling_changes >= 1);
     let none = Arc::new(Mutex::new(vec![]));
-    let asks =
-        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(address(PLAN_PERIOD), Duration::from_millis(30));
     run_loop(asks, &cfg, open(none.clone()));
     assert!(none.lock().unwrap().is_empty(), "no budget asked, none set: {:?}", none.lock().unwrap());
 }
@@ -208,8 +206,7 @@ fn what_the_user_fixed_wins_over_the_plan() {
     let machine = crate::live::machine(&ProcRoot::new("/")).unwrap();
     let cfg = config(Some(Duration::from_millis(25)), Some(7), "auto", machine.all_nodes());
     let periods = Arc::new(Mutex::new(vec![]));
-    let asks =
-        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(30), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(address(PLAN_PERIOD), Duration::from_millis(30));
     // The opener gets the policy's mode; the real one applies `--period` (here: the fake starts
     // at the user's period as the real opener would).
     let open: Opener = {
@@ -242,8 +239,7 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
         Ok(Some(Box::new(crate::perf::PerfSource::new(SourceKind::PageFaults, 1)) as Box<dyn LiveSource>))
     });
     // Period first (ignored by a fault source), then nothing.
-    let asks =
-        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_millis(20), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(address(PLAN_PERIOD), Duration::from_millis(20));
     let (stats, seen) = run_loop(asks, &cfg, open);
     assert!(seen.iter().all(|s| *s == (SamplingMode::PageFaults, 1)), "{seen:?}");
     assert_eq!(stats.sampling_period, 1);
@@ -252,8 +248,7 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
     let open: Opener = Box::new(|_| {
         Ok(Some(Box::new(crate::perf::PerfSource::new(SourceKind::PageFaults, 1)) as Box<dyn LiveSource>))
     });
-    let asks =
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(20), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(SamplingMode::None, Duration::from_millis(20));
     let (stats, seen) = run_loop(asks, &cfg, open);
     assert_eq!(seen[0], (SamplingMode::PageFaults, 1));
     assert!(seen[1..].iter().all(|s| *s == (SamplingMode::None, 0)), "paused after the first plan: {seen:?}");
@@ -266,18 +261,14 @@ fn the_page_fault_source_keeps_its_period_and_pauses_when_the_plan_asks_for_no_s
 fn a_source_opens_when_a_policy_that_started_without_samples_asks_for_them() {
     let periods = Arc::new(Mutex::new(vec![]));
     let mut s = Sampling::start(
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(5), max_interrupts_per_s: None },
+        SamplingRequest::new(SamplingMode::None, Duration::from_millis(5)),
         Fixed::default(),
         fake_opener(periods),
     )
     .unwrap();
     assert_eq!(s.cycle(), MIN_CYCLE, "cycles are at least 10 ms");
     assert_eq!((s.mode(), s.period()), (SamplingMode::None, 0));
-    s.set_sampling(SamplingRequest {
-        mode: address(500),
-        cycle: Duration::from_millis(40),
-        max_interrupts_per_s: None,
-    });
+    s.set_sampling(SamplingRequest::new(address(500), Duration::from_millis(40)));
     assert_eq!((s.mode(), s.period(), s.cycle()), (address(500), 500, Duration::from_millis(40)));
     assert_eq!(s.take_change().as_deref(), Some("cycle 40 ms, samples from fake (period 500)"));
     assert_eq!(s.take_change(), None);
@@ -306,8 +297,7 @@ fn a_targets_threads_are_sampled_before_the_first_cycle_ends() {
     };
     let child = std::process::Command::new("sleep").arg("0.4").spawn().unwrap();
     let pid = child.id();
-    let asks =
-        SamplingRequest { mode: address(PLAN_PERIOD), cycle: Duration::from_secs(2), max_interrupts_per_s: None };
+    let asks = SamplingRequest::new(address(PLAN_PERIOD), Duration::from_secs(2));
     let (_, seen) = run_loop_on(child, asks, &cfg, open);
     assert!(seen.is_empty(), "no cycle ended while the target ran: {seen:?}");
     assert!(tracked.lock().unwrap().contains(&pid), "its thread {pid} was sampled: {:?}", tracked.lock().unwrap());

@@ -89,16 +89,12 @@ impl Policy for MoveOnce {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: self.threads.clone() }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::None, cycle: self.delay, max_interrupts_per_s: None }
+        SamplingRequest::new(SamplingMode::None, self.delay)
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
         let Some(pages) = self.pages.take() else { return Plan::default() };
         // One move, then no more cycles worth speaking of.
-        let sampling = Some(SamplingRequest {
-            mode: SamplingMode::None,
-            cycle: Duration::from_secs(1 << 20),
-            max_interrupts_per_s: None,
-        });
+        let sampling = Some(SamplingRequest::new(SamplingMode::None, Duration::from_secs(1 << 20)));
         Plan { pages, sampling, ..Plan::default() }
     }
 }

@@ -124,7 +124,7 @@ mod tests {
             StartPlan::default()
         }
         fn sampling(&self) -> SamplingRequest {
-            SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1), max_interrupts_per_s: None }
+            SamplingRequest::new(SamplingMode::None, Duration::from_secs(1))
         }
         fn decide(&mut self, _: &Snapshot) -> Plan {
             self.0.clone()
@@ -172,11 +172,10 @@ mod tests {
     }
 
     fn request(period: u64) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period },
-            cycle: Duration::from_millis(250),
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period },
+            Duration::from_millis(250),
+        )
     }
 
     /// A clock that advances 3 ms per reading.

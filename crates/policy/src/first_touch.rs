@@ -27,7 +27,7 @@ impl Policy for FirstTouch {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1), max_interrupts_per_s: None }
+        SamplingRequest::new(SamplingMode::None, Duration::from_secs(1))
     }
     fn decide(&mut self, _snap: &Snapshot) -> Plan {
         Plan::default()

@@ -67,7 +67,7 @@ impl Policy for Fixed {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_secs(1), max_interrupts_per_s: None }
+        SamplingRequest::new(SamplingMode::None, Duration::from_secs(1))
     }
     fn decide(&mut self, snap: &Snapshot) -> Plan {
         let threads = self.assign(snap.machine, snap.allowed, snap.threads.iter().map(|t| t.tid));

@@ -26,7 +26,7 @@ impl Policy for Follow {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: self.mode, cycle: self.cycle, max_interrupts_per_s: None }
+        SamplingRequest::new(self.mode, self.cycle)
     }
     fn decide(&mut self, s: &Snapshot) -> Plan {
         let mut plan = Plan::default();

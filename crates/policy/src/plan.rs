@@ -119,6 +119,13 @@ pub struct SamplingRequest {
     pub max_interrupts_per_s: Option<f64>,
 }
 
+impl SamplingRequest {
+    /// Sample in `mode`, deciding every `cycle`, under the driver's interrupt cap alone.
+    pub fn new(mode: SamplingMode, cycle: Duration) -> Self {
+        SamplingRequest { mode, cycle, max_interrupts_per_s: None }
+    }
+}
+
 /// What to do at start.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StartPlan {

@@ -180,11 +180,7 @@ impl Ptb {
             pace: Default::default(),
             mlp: mlp::MlpTracker::new(prior_mlp),
             density: Default::default(),
-            sent: SamplingRequest {
-                mode: SamplingMode::None,
-                cycle: std::time::Duration::ZERO,
-                max_interrupts_per_s: None,
-            },
+            sent: SamplingRequest::new(SamplingMode::None, std::time::Duration::ZERO),
             gated: false,
         };
         ptb.sent = ptb.sampling_now();

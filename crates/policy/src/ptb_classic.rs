@@ -175,11 +175,10 @@ impl Policy for PtbClassic {
     }
 
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.period },
-            cycle: self.cfg.tau,
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.period },
+            self.cfg.tau,
+        )
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {

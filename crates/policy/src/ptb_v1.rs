@@ -170,11 +170,7 @@ impl PtbV1 {
         } else {
             (self.p.cycle, self.period)
         };
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Misses, period },
-            cycle,
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(SamplingMode::Address { event: SampledEvent::Misses, period }, cycle)
     }
 }
 

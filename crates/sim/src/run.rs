@@ -198,11 +198,7 @@ impl<'a> Run<'a> {
             samples: vec![],
             samples_dropped_cycle: 0,
             thinning: Default::default(),
-            sampling: SamplingRequest {
-                mode: SamplingMode::None,
-                cycle: Duration::from_secs(1),
-                max_interrupts_per_s: None,
-            },
+            sampling: SamplingRequest::new(SamplingMode::None, Duration::from_secs(1)),
             hint_events: BinaryHeap::new(),
             hint_seq: 0,
             hint_cursor: vec![(0, 0); l.apps.len()],

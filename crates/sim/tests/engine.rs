@@ -58,7 +58,7 @@ impl Policy for Bad {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(100), max_interrupts_per_s: None }
+        SamplingRequest::new(SamplingMode::None, Duration::from_millis(100))
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
         self.0.clone()
@@ -77,7 +77,7 @@ impl<F: FnMut(&Snapshot) + Send> Policy for Watch<F> {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest { mode: self.0, cycle: Duration::from_millis(100), max_interrupts_per_s: None }
+        SamplingRequest::new(self.0, Duration::from_millis(100))
     }
     fn decide(&mut self, s: &Snapshot) -> Plan {
         (self.1)(s);
@@ -208,7 +208,7 @@ fn thread_moves_cost_a_stall_and_are_counted() {
             StartPlan::default()
         }
         fn sampling(&self) -> SamplingRequest {
-            SamplingRequest { mode: SamplingMode::None, cycle: Duration::from_millis(100), max_interrupts_per_s: None }
+            SamplingRequest::new(SamplingMode::None, Duration::from_millis(100))
         }
         fn decide(&mut self, _: &Snapshot) -> Plan {
             self.0.take().unwrap_or_default()

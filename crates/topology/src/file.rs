@@ -168,18 +168,11 @@ mod tests {
             assert!(text.contains("[sampler]"), "{text}");
             assert_eq!(parse(&text, false, Path::new("m.toml")).unwrap(), m);
         }
-        let t = toml_of("nodes=2")
-            + "
-[sampler]
-kind = \"ibs\"\n";
-        let e = err(&t);
-        assert!(e.contains("m.toml") && e.contains("ibs"), "{e}");
-        let t = toml_of("nodes=2")
-            + "
-[sampler]
-kind = \"ibs-op\"\nop_count = true\n";
-        let e = err(&t);
-        assert!(e.contains("m.toml") && e.contains("miss_filter"), "{e}");
+        // An unknown kind, a missing field: the error names the file and what is wrong.
+        for (sampler, named) in [("kind = \"ibs\"", "ibs"), ("kind = \"ibs-op\"\nop_count = true", "miss_filter")] {
+            let e = err(&format!("{}\n[sampler]\n{sampler}\n", toml_of("nodes=2")));
+            assert!(e.contains("m.toml") && e.contains(named), "{e}");
+        }
     }
 
     #[test]

@@ -207,11 +207,10 @@ impl Policy for AsymSched {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.sample_period },
-            cycle: self.cfg.cycle,
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: SampledEvent::Cycles, period: self.cfg.sample_period },
+            self.cfg.cycle,
+        )
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {

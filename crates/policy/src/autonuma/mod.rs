@@ -206,11 +206,10 @@ impl AutoNuma {
     }
 
     fn request(&self) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::HintFaults { scan_bytes: self.t.scan_size_mb << 20, scan_period: self.period },
-            cycle: self.period.min(RETRY),
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::HintFaults { scan_bytes: self.t.scan_size_mb << 20, scan_period: self.period },
+            self.period.min(RETRY),
+        )
     }
 
     /// `task_scan_min` / `task_scan_max` (ms) of an application with `rss` resident pages.

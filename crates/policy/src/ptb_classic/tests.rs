@@ -233,11 +233,10 @@ fn parameters_defaults_and_errors() {
     let p = policy(&["ptb-classic.tau=0.5", "ptb-classic.period=65536", "ptb-classic.hash_slots=20000"]);
     assert_eq!(
         p.sampling(),
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Cycles, period: 65536 },
-            cycle: Duration::from_millis(500),
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: SampledEvent::Cycles, period: 65536 },
+            Duration::from_millis(500)
+        )
     );
     assert_eq!(p.config().hash_slots, 20000);
     for bad in ["ptb-classic.histogram=fancy", "ptb-classic.c2=-1", "ptb-classic.hash_slots=0", "ptb-classic.nope=1"] {

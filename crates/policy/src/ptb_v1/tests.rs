@@ -479,11 +479,7 @@ fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycl
     }
     assert_eq!(
         ptb.sampling(),
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::Misses, period: p.period },
-            cycle: p.cycle,
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(SamplingMode::Address { event: SampledEvent::Misses, period: p.period }, p.cycle)
     );
     // The memory-bound phase begins: quick cycles with denser sampling for start_cycles.
     let plan = ptb.decide(&snap(&w, &heavy, 8192));

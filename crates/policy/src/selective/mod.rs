@@ -156,11 +156,10 @@ impl Policy for Selective {
         StartPlan { alloc: AllocPolicy::FirstTouch, threads: vec![] }
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: self.cfg.sample_period },
-            cycle: self.cfg.epoch,
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: SampledEvent::SlowLoads, period: self.cfg.sample_period },
+            self.cfg.epoch,
+        )
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {

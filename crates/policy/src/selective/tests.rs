@@ -125,11 +125,10 @@ impl Policy for Fixed {
         StartPlan::default()
     }
     fn sampling(&self) -> SamplingRequest {
-        SamplingRequest {
-            mode: SamplingMode::Address { event: SampledEvent::SlowLoads, period: 100 },
-            cycle: Duration::from_millis(100),
-            max_interrupts_per_s: None,
-        }
+        SamplingRequest::new(
+            SamplingMode::Address { event: SampledEvent::SlowLoads, period: 100 },
+            Duration::from_millis(100),
+        )
     }
     fn decide(&mut self, _: &Snapshot) -> Plan {
         self.0.clone()

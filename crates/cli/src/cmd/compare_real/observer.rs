@@ -79,7 +79,7 @@ impl Policy for Observer {
         match s.mode {
             SamplingMode::None => {
                 let mode = SamplingMode::Address { event: ptb_profile::SampledEvent::Misses, period: OBSERVE_PERIOD };
-                SamplingRequest { mode, cycle: s.cycle, max_interrupts_per_s: None }
+                SamplingRequest::new(mode, s.cycle)
             }
             _ => s,
         }
