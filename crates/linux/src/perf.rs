@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! /sys/bus/event_source/devices ──detect──▶ [Found]: ibs_op | cpu/mem-loads (PEBS) | arm_spe | software
+//!                                                     (+ cpu/mem-stores)
 //! PerfSource { one counter + mmap ring per TID } ──drain──▶ [Sample] (addr, tid, cpu, time) + lost
+//!              (PEBS asked for misses: two, loads and stores)
 //! ```
 //!
 //! Threads come and go: [`PerfSource::track`] opens rings for new TIDs and drops rings of
@@ -11,6 +13,14 @@
 //! ([`PerfSource::set_period`], the PERF_EVENT_IOC_PERIOD ioctl) or pauses them
 //! ([`PerfSource::set_enabled`]). The software source samples page-fault events with their data
 //! address: it works on every machine (no PMU) but only sees first touches and hinting faults.
+//!
+//! Intel PEBS load latency sees loads slower than a threshold and never a store. Where the CPU
+//! also has precise stores (`cpu/mem-stores/`: every retired store, its address, and whether it
+//! hit the L1 data cache) and a policy asks for misses, each thread gets a second counter, of
+//! stores, beside its load counter, both at one period: the samples of both that the data
+//! source marks as cache hits (slow loads served by a cache, stores that hit L1) are dropped,
+//! and the period is thinned by the share kept, as for IBS op without a miss filter
+//! ([`ptb_profile::thinning::served`] says so for the simulator too).
 
 use perf_event_open::config::{Cpu, Opts, Proc, SampleOn, SampleSkid};
 use perf_event_open::count::Counter;
@@ -37,8 +47,9 @@ pub enum SourceKind {
     /// it keep only ops that missed the last-level cache (`format/l3missonly`, Zen 4 and later),
     /// where the PMU has them.
     IbsOp { pmu_type: u32, op_count: Option<u64>, miss_only: Option<u64> },
-    /// Intel PEBS load latency (`cpu/mem-loads/`).
-    PebsLoads { pmu_type: u32, config: u64, config1: u64 },
+    /// Intel PEBS load latency (`cpu/mem-loads/`); `stores`: the config of the CPU's precise
+    /// stores (`cpu/mem-stores/`, same PMU), where it has them and they encode.
+    PebsLoads { pmu_type: u32, config: u64, config1: u64, stores: Option<u64> },
     /// Arm SPE (`arm_spe_0`).
     Spe { pmu_type: u32, config: u64 },
     /// Software page-fault events with data addresses.
@@ -53,7 +64,7 @@ impl SourceKind {
             SourceKind::IbsOp { op_count, miss_only, .. } => {
                 Some(AddressSampler::IbsOp { op_count: op_count.is_some(), miss_filter: miss_only.is_some() })
             }
-            SourceKind::PebsLoads { .. } => Some(AddressSampler::PebsLoads),
+            SourceKind::PebsLoads { stores, .. } => Some(AddressSampler::PebsLoads { stores: stores.is_some() }),
             SourceKind::Spe { .. } | SourceKind::PageFaults => None,
         }
     }
@@ -174,8 +185,26 @@ pub fn detect(root: &Path) -> Detection {
             Ok(c) => {
                 // ldlat=3 is the kernel's default threshold; 30 cycles keeps L1 hits out.
                 let ld = encode_event(&cpu, "ldlat=30").map(|x| x[1]).unwrap_or(c[1]);
-                d.found.push(SourceKind::PebsLoads { pmu_type: t, config: c[0], config1: ld.max(c[1]) });
                 d.notes.push(format!("cpu/mem-loads: Intel PEBS load latency (type {t}, `{}`)", ev.trim()));
+                // Precise stores (Sandy Bridge and later): every retired store, opened beside
+                // the loads when a policy asks for misses.
+                let stores = match std::fs::read_to_string(cpu.join("events/mem-stores")) {
+                    Ok(sev) => match encode_event(&cpu, &sev) {
+                        Ok(s) => {
+                            d.notes.push(format!("cpu/mem-stores: Intel PEBS precise stores (`{}`)", sev.trim()));
+                            Some(s[0])
+                        }
+                        Err(e) => {
+                            d.notes.push(format!("cpu/mem-stores: present but not usable: {e}; loads only"));
+                            None
+                        }
+                    },
+                    Err(_) => {
+                        d.notes.push("cpu/mem-stores: not present (no PEBS precise stores): loads only".into());
+                        None
+                    }
+                };
+                d.found.push(SourceKind::PebsLoads { pmu_type: t, config: c[0], config1: ld.max(c[1]), stores });
             }
             Err(e) => d.notes.push(format!("cpu/mem-loads: present but not usable: {e}")),
         },
@@ -274,10 +303,9 @@ fn data_src_fields(ds: &DataSource) -> Fields {
     }
 }
 
-/// Open one sampling counter on a thread (0 = the calling thread); `ops`: an IBS counter
-/// counts dispatched ops (where the PMU can), not core cycles; `misses`: it keeps only ops that
-/// missed the last-level cache (where the PMU can).
-fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: bool) -> io::Result<Counter> {
+/// What every counter samples: user space, at one event in `period`, with the data address,
+/// the thread, CPU and time.
+fn sample_opts(period: u64) -> Opts {
     let mut opts = Opts::default();
     opts.exclude.kernel = true;
     opts.exclude.hv = true;
@@ -286,6 +314,48 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: boo
     opts.record_id_format.task = true;
     opts.record_id_format.cpu = true;
     opts.record_id_format.time = true;
+    opts
+}
+
+/// Open the PEBS precise-store counter (`cpu/mem-stores/`, PMU `pmu_type`, `config`) on a
+/// thread: every retired store counted, one in `period` sampled with its address and its data
+/// source (L1 hit or miss; no latency, so no weight).
+fn open_store_counter(pmu_type: u32, config: u64, tid: u32, period: u64) -> io::Result<Counter> {
+    let mut opts = sample_opts(period);
+    opts.sample_skid = SampleSkid::ReqZero;
+    opts.sample_format.data_source = true;
+    Counter::new(DynamicPmu { ty: pmu_type, config, config1: 0, config2: 0, config3: 0 }, (Proc(tid), Cpu::ALL), opts)
+}
+
+/// How one address sample counts in a drain, from its data-source word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tally {
+    /// The word says where the access was served, or that it went past the L1 data cache (a
+    /// PEBS precise store that missed L1: the hardware says no more of it).
+    seen: bool,
+    /// Seen, and not dropped: a memory access that the source keeps, for the kept share that
+    /// thins its period ([`PerfSource::observe_kept`]).
+    kept: bool,
+    /// A cache hit that a source keeping memory accesses only drops (slow loads served by a
+    /// cache, stores that hit L1, ops that hit a cache).
+    dropped: bool,
+}
+
+/// Count a sample whose data-source word is `word` (`None`: none came back) for a source that
+/// keeps memory accesses only (`memory_only`) or every sample.
+fn tally(word: Option<u64>, memory_only: bool) -> Tally {
+    use ptb_profile::datasrc::{decode, missed_l1};
+    let level = word.and_then(decode);
+    let seen = level.is_some() || word.is_some_and(missed_l1);
+    let dropped = memory_only && level == Some(MemLevel::Cache);
+    Tally { seen, kept: seen && !dropped, dropped }
+}
+
+/// Open one sampling counter on a thread (0 = the calling thread); `ops`: an IBS counter
+/// counts dispatched ops (where the PMU can), not core cycles; `misses`: it keeps only ops that
+/// missed the last-level cache (where the PMU can).
+fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: bool) -> io::Result<Counter> {
+    let mut opts = sample_opts(period);
     let target = (Proc(tid), Cpu::ALL);
     match *kind {
         SourceKind::PageFaults => {
@@ -304,7 +374,7 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: boo
             let config = if ops { op_count.unwrap_or(0) } else { 0 } | if misses { miss_only.unwrap_or(0) } else { 0 };
             Counter::new(DynamicPmu { ty: pmu_type, config, config1: 0, config2: 0, config3: 0 }, target, opts)
         }
-        SourceKind::PebsLoads { pmu_type, config, config1 } => {
+        SourceKind::PebsLoads { pmu_type, config, config1, .. } => {
             opts.sample_skid = SampleSkid::ReqZero;
             opts.sample_format.data_source = true;
             opts.sample_format.weight = Some(perf_event_open::config::Repr::Full);
@@ -317,27 +387,57 @@ fn open_counter(kind: &SourceKind, tid: u32, period: u64, ops: bool, misses: boo
     }
 }
 
-struct Ring {
+/// One counter and its mapped ring buffer.
+struct Channel {
     // Field order matters: the sampler's mapping must go before the counter's fd.
     sampler: Sampler,
     counter: Counter,
 }
 
-/// Samples of the threads of one or more processes through one perf ring per thread.
+impl Channel {
+    fn open(counter: Counter, exp: u8, enabled: bool) -> io::Result<Self> {
+        let sampler = counter.sampler(exp)?;
+        if enabled {
+            counter.enable()?;
+        }
+        Ok(Channel { sampler, counter })
+    }
+}
+
+/// What one thread is sampled through: the source's counter and, for PEBS asked for misses, its
+/// precise-store counter at the same period ([`PerfSource::stores_config`]). The thread is
+/// sampled through both or not at all: a thread whose store counter does not open is recorded
+/// in [`PerfSource::open_errors`] like one whose load counter does not, since its load samples
+/// alone would be slow loads, not the misses the source's mode says.
+struct Ring {
+    main: Channel,
+    stores: Option<Channel>,
+}
+
+impl Ring {
+    fn channels(&self) -> impl Iterator<Item = (&Channel, bool)> {
+        std::iter::once((&self.main, false)).chain(self.stores.iter().map(|c| (c, true)))
+    }
+}
+
+/// Samples of the threads of one or more processes through one perf ring per thread (two for
+/// PEBS with precise stores asked for misses: loads and stores).
 pub struct PerfSource {
     kind: SourceKind,
     period: u64,
     /// IBS counts dispatched ops (a sample stands for `period` ops), not core cycles.
     ops: bool,
     /// Samples the source marks as cache hits are dropped: the policy asked for memory accesses
-    /// and the hardware samples every op ([`PerfSource::for_event`]).
+    /// and the hardware samples every op, or every store (PEBS with precise stores)
+    /// ([`PerfSource::for_event`]).
     memory_only: bool,
     /// The hardware itself keeps only last-level misses (IBS `l3missonly`).
     hw_misses: bool,
     /// The period asked for (`period` is the one programmed: larger where ops are thinned).
     asked: u64,
-    /// Share of the sampled memory ops that are memory accesses, as the samples show it
-    /// ([`Self::observe_kept`]); it sets how far the op period is thinned.
+    /// Share of the sampled memory ops (PEBS with precise stores: of its slow loads and stores)
+    /// that are memory accesses, as the samples show it ([`Self::observe_kept`]); it sets how far
+    /// the period is thinned.
     kept_share: f64,
     /// Address samples arrive without a data source (IBS before Linux 6.1): no cache hit can be
     /// dropped, and the samples are every memory op's.
@@ -383,15 +483,23 @@ impl PerfSource {
     /// keeps only the samples that are not cache hits, each still standing for `period` ops, so
     /// that samples x period estimates the accesses as a miss counter's would; asked for ops,
     /// IBS counts ops. IBS without op counting samples per cycle, and then no sample stands for
-    /// a number of accesses, so nothing is dropped; PEBS load latency delivers slow loads
-    /// whatever is asked. [`Self::mode`] says what the samples are.
+    /// a number of accesses, so nothing is dropped. PEBS load latency delivers slow loads,
+    /// except asked for misses where the CPU has precise stores: then every thread also gets a
+    /// store counter at the same period, and the samples of both that are cache hits (slow
+    /// loads served by a cache, stores that hit L1) are dropped, at a period thinned as IBS op
+    /// is. What each sampler serves is [`ptb_profile::thinning::served`], the simulator's rule;
+    /// [`Self::mode`] says what the samples are.
     pub fn for_event(kind: SourceKind, period: u64, event: SampledEvent) -> Self {
         let memory = matches!(event, SampledEvent::Misses | SampledEvent::SlowLoads);
         let (ops, memory_only, hw_misses) = match (kind.sampler(), &kind) {
-            (Some(s @ AddressSampler::IbsOp { .. }), _) => match ptb_profile::thinning::served(s, event) {
-                Served { event: SampledEvent::Misses, thinned } => (true, true, !thinned),
-                Served { event, .. } => (event == SampledEvent::Ops, false, false),
-            },
+            (Some(s), _) => {
+                let op_sampler = matches!(s, AddressSampler::IbsOp { .. });
+                match ptb_profile::thinning::served(s, event) {
+                    // IBS samples ops for it; PEBS its loads and stores.
+                    Served { event: SampledEvent::Misses, thinned } => (op_sampler, true, !thinned),
+                    Served { event, .. } => (event == SampledEvent::Ops, false, false),
+                }
+            }
             (_, SourceKind::Spe { .. }) => (false, memory, false),
             _ => (false, false, false),
         };
@@ -426,7 +534,8 @@ impl PerfSource {
     /// sampler at the same period would interrupt `1 / kept_share` times as often (a program
     /// with 2 memory accesses per 100 ops: 50 times) for the same samples, an overhead no
     /// policy priced. Thinned, it keeps `kept_share` as many samples, each standing for the
-    /// period programmed.
+    /// period programmed. PEBS with precise stores is thinned the same way: its store counter
+    /// samples every store, most of them L1 hits that are dropped.
     fn thinned(&self, asked: u64) -> u64 {
         let thins = self.memory_only && !self.hw_misses;
         let min_period = ptb_profile::thinning::min_period(self.events_per_s, self.budget);
@@ -499,7 +608,7 @@ impl PerfSource {
         }
         self.period = period;
         let before = self.rings.len();
-        self.rings.retain(|tid, (_, ring)| match ring.sampler.sample_on(period) {
+        self.rings.retain(|tid, (_, ring)| match ring.channels().try_for_each(|(c, _)| c.sampler.sample_on(period)) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(tid, error = %e, period, "cannot change the sample period; reopening the ring");
@@ -516,7 +625,8 @@ impl PerfSource {
             return;
         }
         self.enabled = on;
-        self.rings.retain(|tid, (_, ring)| match if on { ring.counter.enable() } else { ring.counter.disable() } {
+        let toggle = |c: &Channel| if on { c.counter.enable() } else { c.counter.disable() };
+        self.rings.retain(|tid, (_, ring)| match ring.channels().try_for_each(|(c, _)| toggle(c)) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(tid, error = %e, on, "cannot enable or pause a counter; reopening the ring");
@@ -587,16 +697,46 @@ impl PerfSource {
 
     fn open(&self, tid: Tid) -> io::Result<Ring> {
         let counter = open_counter(&self.kind, tid, self.period, self.ops, self.hw_misses)?;
-        let sampler = counter.sampler(self.exp)?;
-        if self.enabled {
-            counter.enable()?;
+        let main = Channel::open(counter, self.exp, self.enabled)?;
+        let stores = match (&self.kind, self.stores_config()) {
+            (SourceKind::PebsLoads { pmu_type, .. }, Some(config)) => {
+                let counter = open_store_counter(*pmu_type, config, tid, self.period)?;
+                Some(Channel::open(counter, self.exp, self.enabled)?)
+            }
+            _ => None,
+        };
+        Ok(Ring { main, stores })
+    }
+
+    /// The precise-store config each thread's second counter is opened with: PEBS with precise
+    /// stores, asked for misses ([`Self::for_event`]); `None` for every other source.
+    fn stores_config(&self) -> Option<u64> {
+        match self.kind {
+            SourceKind::PebsLoads { stores, .. } if self.memory_only => stores,
+            _ => None,
         }
-        Ok(Ring { sampler, counter })
     }
 
     /// Number of threads with an open ring.
     pub fn n_rings(&self) -> usize {
         self.rings.len()
+    }
+
+    /// What a sample from one of a ring's counters is (`stores`: the precise-store counter): a
+    /// page fault for the software source; for PEBS with its two counters, a load or a store,
+    /// as the counter says; else an access of unknown direction.
+    fn sample_kind(&self, stores: bool) -> SampleKind {
+        match self.kind {
+            SourceKind::PageFaults => SampleKind::PageFault,
+            SourceKind::PebsLoads { .. } if self.stores_config().is_some() => {
+                if stores {
+                    SampleKind::Store
+                } else {
+                    SampleKind::Load
+                }
+            }
+            _ => SampleKind::Access,
+        }
     }
 }
 
@@ -605,6 +745,9 @@ impl SampleSource for PerfSource {
         let what = match self.kind {
             SourceKind::IbsOp { .. } if self.ops => "AMD IBS op, counting ops",
             SourceKind::IbsOp { .. } => "AMD IBS op, counting cycles",
+            SourceKind::PebsLoads { .. } if self.stores_config().is_some() => {
+                "Intel PEBS load latency and precise stores"
+            }
             SourceKind::PebsLoads { .. } => "Intel PEBS load latency",
             SourceKind::Spe { .. } => "Arm SPE",
             SourceKind::PageFaults => "software page-fault events",
@@ -619,48 +762,51 @@ impl SampleSource for PerfSource {
 
     fn drain(&mut self, out: &mut Vec<Sample>) -> io::Result<SourceStats> {
         let mut st = SourceStats::default();
-        let kind = if self.kind == SourceKind::PageFaults { SampleKind::PageFault } else { SampleKind::Access };
-        // Samples, those with an address, those with a known data source, the memory accesses
-        // among them.
+        // Samples (of both counters where a thread has two), those with an address, those with
+        // a known data source, the memory accesses among them.
         let (mut sampled, mut addressed, mut seen, mut kept) = (0u64, 0u64, 0u64, 0u64);
         for (&tid, (app, ring)) in &self.rings {
-            let _ = &ring.counter;
-            let Some(iter) = ring.sampler.iter() else { continue };
-            for (_priv, rec) in iter {
-                match rec {
-                    Record::Sample(s) => {
-                        sampled += 1;
-                        let Some(addr) = s.data_addr.filter(|a| *a != 0) else {
-                            st.other += 1;
-                            continue;
-                        };
-                        let data_src = s.data_source.as_ref().map(|d| data_src_fields(d).word());
-                        let level = data_src.and_then(ptb_profile::datasrc::decode);
-                        addressed += 1;
-                        seen += u64::from(level.is_some());
-                        if level == Some(MemLevel::Cache) && self.memory_only {
-                            st.cache_hits += 1;
-                            continue;
+            for (channel, stores) in ring.channels() {
+                let Some(iter) = channel.sampler.iter() else { continue };
+                let kind = self.sample_kind(stores);
+                for (_priv, rec) in iter {
+                    match rec {
+                        Record::Sample(s) => {
+                            sampled += 1;
+                            let Some(addr) = s.data_addr.filter(|a| *a != 0) else {
+                                st.other += 1;
+                                continue;
+                            };
+                            let data_src = s.data_source.as_ref().map(|d| data_src_fields(d).word());
+                            let t = tally(data_src, self.memory_only);
+                            addressed += 1;
+                            seen += u64::from(t.seen);
+                            if t.dropped {
+                                st.cache_hits += 1;
+                                continue;
+                            }
+                            kept += u64::from(t.kept);
+                            let time = s.record_id.time.unwrap_or(0);
+                            let t0 = *self.t0.get_or_insert(time);
+                            // A precise store has no latency, whatever weight comes back.
+                            let weight = s.weight.as_ref().filter(|_| !stores);
+                            out.push(Sample {
+                                app: *app,
+                                tid: s.record_id.task.as_ref().map_or(tid, |t| t.tid),
+                                cpu: CpuId(s.record_id.cpu.unwrap_or(0)),
+                                addr,
+                                kind,
+                                time_ns: time.saturating_sub(t0),
+                                data_src,
+                                latency_ns: weight.zip(self.ghz).and_then(|(w, ghz)| latency_ns(w, ghz)),
+                                phys: s.data_phys_addr,
+                            });
+                            st.samples += 1;
                         }
-                        kept += u64::from(level.is_some());
-                        let time = s.record_id.time.unwrap_or(0);
-                        let t0 = *self.t0.get_or_insert(time);
-                        out.push(Sample {
-                            app: *app,
-                            tid: s.record_id.task.as_ref().map_or(tid, |t| t.tid),
-                            cpu: CpuId(s.record_id.cpu.unwrap_or(0)),
-                            addr,
-                            kind,
-                            time_ns: time.saturating_sub(t0),
-                            data_src,
-                            latency_ns: s.weight.as_ref().zip(self.ghz).and_then(|(w, ghz)| latency_ns(w, ghz)),
-                            phys: s.data_phys_addr,
-                        });
-                        st.samples += 1;
+                        Record::LostSamples(l) => st.lost += l.lost_samples,
+                        Record::LostRecords(l) => st.lost += l.lost_records,
+                        _ => st.other += 1,
                     }
-                    Record::LostSamples(l) => st.lost += l.lost_samples,
-                    Record::LostRecords(l) => st.lost += l.lost_records,
-                    _ => st.other += 1,
                 }
             }
         }
@@ -765,6 +911,37 @@ mod tests {
         assert!(det.notes[0].contains("last-level misses only"), "{:?}", det.notes);
     }
 
+    /// Intel: `cpu/mem-loads` is PEBS load latency; `cpu/mem-stores` beside it, where it
+    /// encodes, adds precise stores.
+    #[test]
+    fn detection_sees_whether_pebs_has_precise_stores() {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = fake_pmu(d.path(), "cpu", 4);
+        std::fs::write(cpu.join("format/event"), "config:0-7\n").unwrap();
+        std::fs::write(cpu.join("format/umask"), "config:8-15\n").unwrap();
+        std::fs::write(cpu.join("format/ldlat"), "config1:0-15\n").unwrap();
+        std::fs::create_dir_all(cpu.join("events")).unwrap();
+        std::fs::write(cpu.join("events/mem-loads"), "event=0xcd,umask=0x1,ldlat=3\n").unwrap();
+        let loads_only = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: None };
+        let det = detect(d.path());
+        assert_eq!(det.best(), Some(&loads_only));
+        assert_eq!(loads_only.sampler(), Some(AddressSampler::PebsLoads { stores: false }));
+        assert!(det.notes.iter().any(|n| n.contains("mem-stores: not present")), "{:?}", det.notes);
+        // Haswell and later: `event=0xd0,umask=0x82`.
+        std::fs::write(cpu.join("events/mem-stores"), "event=0xd0,umask=0x82\n").unwrap();
+        let det = detect(d.path());
+        let both = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: Some(0x82d0) };
+        assert_eq!(det.best(), Some(&both));
+        assert_eq!(both.sampler(), Some(AddressSampler::PebsLoads { stores: true }));
+        assert_eq!(det.pick("pebs-loads"), Ok(both));
+        assert!(det.notes.iter().any(|n| n.contains("PEBS precise stores")), "{:?}", det.notes);
+        // An event this PMU's format cannot encode: loads only, and why.
+        std::fs::write(cpu.join("events/mem-stores"), "event=0xd0,bogus=1\n").unwrap();
+        let det = detect(d.path());
+        assert_eq!(det.best(), Some(&loads_only));
+        assert!(det.notes.iter().any(|n| n.contains("mem-stores: present but not usable")), "{:?}", det.notes);
+    }
+
     /// What a policy asks for and what the source then delivers (no hardware needed: nothing
     /// is opened until a thread is tracked).
     #[test]
@@ -790,9 +967,10 @@ mod tests {
         let spe_misses = PerfSource::for_event(spe.clone(), 512, SampledEvent::Misses);
         assert_eq!(spe_misses.mode(), Address { event: SampledEvent::Misses, period: 512 * 32 });
         assert_eq!(PerfSource::new(spe, 512).mode(), Address { event: SampledEvent::Ops, period: 512 });
-        let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30 };
+        let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: None };
         let slow = PerfSource::for_event(pebs, 100, SampledEvent::Misses);
         assert_eq!(slow.mode(), Address { event: SampledEvent::SlowLoads, period: 100 });
+        assert!(!slow.memory_only && slow.stores_config().is_none());
         assert_eq!(PerfSource::new(SourceKind::PageFaults, 1).mode(), ptb_policy::SamplingMode::PageFaults);
     }
 
@@ -802,7 +980,10 @@ mod tests {
     fn the_daemon_serves_every_request_as_the_simulator_does() {
         use ptb_policy::SamplingMode::Address;
         let bits = |on: bool| on.then_some(1u64 << 19);
-        let mut kinds = vec![SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30 }];
+        let mut kinds = vec![
+            SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: None },
+            SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: Some(0x82d0) },
+        ];
         for (op_count, miss_only) in [(true, false), (true, true), (false, false), (false, true)] {
             kinds.push(SourceKind::IbsOp { pmu_type: 11, op_count: bits(op_count), miss_only: bits(miss_only) });
         }
@@ -869,6 +1050,84 @@ mod tests {
         s.observe_kept(1000, 1000, 0, 0, 0, 0.0);
         assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Ops, period: 4096 * 80 });
         assert!(s.describe().contains("cache hits counted"), "{}", s.describe());
+    }
+
+    /// PEBS with precise stores asked for misses: a second counter per thread (stores), the
+    /// cache hits of both dropped, the period thinned like IBS op's; asked for anything else,
+    /// slow loads through the one load counter, as without precise stores.
+    #[test]
+    fn pebs_with_precise_stores_asked_for_misses_keeps_the_loads_and_stores_that_miss() {
+        use ptb_policy::SamplingMode::Address;
+        let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: Some(0x82d0) };
+        let misses = PerfSource::for_event(pebs.clone(), 4096, SampledEvent::Misses);
+        assert!(misses.memory_only && !misses.hw_misses && !misses.ops);
+        assert_eq!(misses.stores_config(), Some(0x82d0), "a store counter beside the loads");
+        assert_eq!(misses.mode(), Address { event: SampledEvent::Misses, period: 4096 * 32 });
+        assert_eq!(misses.asked_period(), 4096);
+        let d = misses.describe();
+        assert!(d.contains("Intel PEBS load latency and precise stores, memory accesses only"), "{d}");
+        assert_eq!((misses.sample_kind(false), misses.sample_kind(true)), (SampleKind::Load, SampleKind::Store));
+        for asked in [SampledEvent::SlowLoads, SampledEvent::Ops, SampledEvent::Cycles] {
+            let slow = PerfSource::for_event(pebs.clone(), 4096, asked);
+            assert_eq!(slow.mode(), Address { event: SampledEvent::SlowLoads, period: 4096 }, "asked {asked:?}");
+            assert!(!slow.memory_only && slow.stores_config().is_none(), "asked {asked:?}");
+            assert_eq!(slow.describe(), "pebs-loads (Intel PEBS load latency, period 4096)");
+            assert_eq!(slow.sample_kind(false), SampleKind::Access);
+        }
+        assert_eq!(PerfSource::new(pebs, 100).mode(), Address { event: SampledEvent::SlowLoads, period: 100 });
+    }
+
+    /// The loads and stores sampled are thinned as IBS op's ops are: by the share of all the
+    /// samples (both counters') that are kept, a store that missed L1 counting as kept.
+    #[test]
+    fn pebs_with_precise_stores_is_thinned_by_the_share_of_its_samples_kept() {
+        use ptb_profile::datasrc::{encode, encode_store_l1};
+        let pebs = SourceKind::PebsLoads { pmu_type: 4, config: 0x1cd, config1: 30, stores: Some(0x82d0) };
+        let mut s = PerfSource::for_event(pebs, 8192, SampledEvent::Misses);
+        // 1,000 samples: 100 slow loads (40 from DRAM, 60 from L3), 900 stores (860 L1 hits,
+        // 40 L1 misses): 80 kept.
+        let words = std::iter::repeat_n(encode(MemLevel::LocalDram, false), 40)
+            .chain(std::iter::repeat_n(encode(MemLevel::Cache, false), 60))
+            .chain(std::iter::repeat_n(encode_store_l1(true), 860))
+            .chain(std::iter::repeat_n(encode_store_l1(false), 40));
+        let (mut seen, mut kept, mut dropped) = (0, 0, 0);
+        for w in words {
+            let t = tally(Some(w), s.memory_only);
+            (seen, kept, dropped) =
+                (seen + u64::from(t.seen), kept + u64::from(t.kept), dropped + u64::from(t.dropped));
+        }
+        assert_eq!((seen, kept, dropped), (1000, 80, 920));
+        s.observe_kept(1000, 1000, seen, kept, 0, 0.0);
+        assert_eq!((s.asked_period(), s.period()), (8192, 8192 * 25 / 2));
+        assert_eq!(s.mode(), ptb_policy::SamplingMode::Address { event: SampledEvent::Misses, period: 102_400 });
+        // The interrupt cap holds for both counters together: 1e5 samples of one thread in a
+        // second is five times the cap.
+        s.observe_kept(100_000, 100_000, 100_000, 100_000, 1, 1.0);
+        assert_eq!(s.period(), 102_400 * 5);
+    }
+
+    /// A precise store's word says only L1 hit or miss: the hit is a cache hit (dropped when
+    /// only memory accesses are kept), the miss a kept memory access; a word with no level is
+    /// kept but not seen, as before.
+    #[test]
+    fn a_store_that_missed_l1_counts_as_a_kept_memory_access() {
+        use ptb_profile::datasrc::{encode, encode_store_l1};
+        let t = |seen, kept, dropped| Tally { seen, kept, dropped };
+        assert_eq!(tally(Some(encode_store_l1(false)), true), t(true, true, false));
+        assert_eq!(tally(Some(encode_store_l1(true)), true), t(true, false, true));
+        assert_eq!(tally(Some(encode_store_l1(true)), false), t(true, true, false), "every sample kept");
+        assert_eq!(tally(Some(encode(MemLevel::RemoteDram, false)), true), t(true, true, false));
+        assert_eq!(tally(Some(encode(MemLevel::Cache, false)), true), t(true, false, true));
+        assert_eq!(tally(None, true), t(false, false, false));
+        assert_eq!(tally(Some(0), true), t(false, false, false));
+        // As the perf crate hands a PEBS store that missed L1 over.
+        let store_miss = data_source(|d| {
+            d.op.load = false;
+            d.op.store = true;
+            d.level.l1 = true;
+            d.level.miss = true;
+        });
+        assert_eq!(tally(Some(data_src_fields(&store_miss).word()), true), t(true, true, false));
     }
 
     /// A data source as the perf crate hands it over: nothing known but what `f` sets.

@@ -162,10 +162,37 @@ pub fn encode(level: MemLevel, store: bool) -> u64 {
     (op << OP_SHIFT) | (lvl << LVL_SHIFT) | (num << LVLNUM_SHIFT) | (remote << REMOTE_SHIFT)
 }
 
+/// The word Intel PEBS gives a precise store (Haswell and later, the kernel's
+/// `precise_datala_hsw`): a store that hit the L1 data cache or missed it, nothing more (no
+/// level beyond L1, no latency). A hit decodes as [`MemLevel::Cache`]; a miss decodes to no
+/// level ([`missed_l1`] says what it is).
+pub fn encode_store_l1(hit: bool) -> u64 {
+    let lvl = LVL_L1 | if hit { LVL_HIT } else { LVL_MISS };
+    (OP_STORE << OP_SHIFT) | (lvl << LVL_SHIFT)
+}
+
+/// Whether the word says the access missed the L1 data cache and nothing about where it was
+/// served ([`decode`] gives `None`): a PEBS precise store that went past L1, which a sampler of
+/// memory accesses keeps (it may have hit L2 or L3; the hardware does not say).
+pub fn missed_l1(word: u64) -> bool {
+    let lvl = (word >> LVL_SHIFT) & 0x3fff;
+    decode(word).is_none() && lvl & LVL_L1 != 0 && lvl & LVL_MISS != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn precise_stores_say_l1_hit_or_miss_only() {
+        assert_eq!(decode(encode_store_l1(true)), Some(MemLevel::Cache));
+        assert!(!missed_l1(encode_store_l1(true)));
+        assert_eq!(decode(encode_store_l1(false)), None);
+        assert!(missed_l1(encode_store_l1(false)));
+        // A DRAM access, or a word with no level, is no L1 miss of unknown level.
+        assert!(!missed_l1(encode(MemLevel::LocalDram, true)) && !missed_l1(1 << LVL_SHIFT));
+    }
 
     #[test]
     fn encoded_levels_decode_to_themselves() {

@@ -4,9 +4,11 @@
 //! same way, or a policy's simulated figures would come from a sampler the daemon never runs.
 //!
 //! Approach: one rule, used by both. A sampler of every op that keeps only the memory accesses
-//! among its samples (IBS op without a last-level-miss filter) is programmed at the period
-//! asked divided by the share of its samples that are memory accesses, so that it interrupts
-//! as often as a miss sampler at the period asked; no source interrupts a thread more than
+//! among its samples (IBS op without a last-level-miss filter; Intel PEBS load latency with
+//! precise stores, every retired store sampled and those that hit the L1 data cache dropped)
+//! is programmed at the period asked divided by the share of its samples that are memory
+//! accesses, so that it interrupts as often as a miss sampler at the period asked; no source
+//! interrupts a thread more than
 //! [`MAX_INTERRUPTS_PER_S`] times a second. What a sampler serves for a request is one rule
 //! too ([`served`]).
 
@@ -59,8 +61,11 @@ pub struct Served {
 /// What `sampler` delivers when a policy asks for `asked`, as `ptb run` opens it: IBS op counts
 /// cycles where asked (or where it cannot count ops), ops where asked, and for memory accesses
 /// (misses or slow loads) its last-level-miss filter or, without one, its op samples with the
-/// cache hits dropped at a thinned period; PEBS load latency delivers slow loads whatever is
-/// asked (it has nothing else, and never sees a store).
+/// cache hits dropped at a thinned period. PEBS load latency delivers slow loads; asked for
+/// misses (loads and stores) where the CPU has precise stores, its slow loads and its store
+/// samples, the stores that hit the L1 data cache dropped, both counters at one period thinned
+/// by the share of their samples kept (a store that missed L1 counts as a memory access: the
+/// hardware says no more of it); else slow loads whatever is asked.
 pub fn served(sampler: AddressSampler, asked: SampledEvent) -> Served {
     let plain = |event| Served { event, thinned: false };
     match sampler {
@@ -71,7 +76,10 @@ pub fn served(sampler: AddressSampler, asked: SampledEvent) -> Served {
                 Served { event: SampledEvent::Misses, thinned: !miss_filter }
             }
         },
-        AddressSampler::PebsLoads => plain(SampledEvent::SlowLoads),
+        AddressSampler::PebsLoads { stores: true } if asked == SampledEvent::Misses => {
+            Served { event: SampledEvent::Misses, thinned: true }
+        }
+        AddressSampler::PebsLoads { .. } => plain(SampledEvent::SlowLoads),
     }
 }
 
@@ -90,7 +98,14 @@ mod tests {
         assert_eq!(served(ibs(true, false), Cycles), Served { event: Cycles, thinned: false });
         assert_eq!(served(ibs(false, true), Misses), Served { event: Cycles, thinned: false });
         for asked in [Cycles, Ops, SlowLoads, Misses] {
-            assert_eq!(served(AddressSampler::PebsLoads, asked), Served { event: SlowLoads, thinned: false });
+            let pebs = AddressSampler::PebsLoads { stores: false };
+            assert_eq!(served(pebs, asked), Served { event: SlowLoads, thinned: false });
+        }
+        // With precise stores, misses are slow loads and stores, thinned; the rest slow loads.
+        let pebs = AddressSampler::PebsLoads { stores: true };
+        assert_eq!(served(pebs, Misses), Served { event: Misses, thinned: true });
+        for asked in [Cycles, Ops, SlowLoads] {
+            assert_eq!(served(pebs, asked), Served { event: SlowLoads, thinned: false });
         }
     }
 

@@ -17,7 +17,7 @@
 use crate::layout::{CacheHit, Layout};
 use crate::pages::{NodeReader, UNALLOCATED};
 use crate::run::Piece;
-use ptb_profile::datasrc::{encode, MemLevel};
+use ptb_profile::datasrc::{encode, encode_store_l1, MemLevel};
 use ptb_profile::{Sample, SampleKind};
 use ptb_topology::CpuId;
 use rand::rngs::SmallRng;
@@ -40,6 +40,8 @@ pub(crate) struct Job {
     /// Probability that a sample is a DRAM access, and that it is a store.
     pub dram: f64,
     pub writes: f64,
+    /// Store samples say only that they missed L1, with no latency (Intel PEBS precise stores).
+    pub stores_l1_only: bool,
     /// Cache hits on named objects (`Batch::hits[hits]`): a pipeline's spin loop and a
     /// phase's `hits`; empty for samplers of DRAM accesses.
     pub hits: std::ops::Range<usize>,
@@ -185,6 +187,11 @@ impl Drawer {
                     (1 + usize::from((at != UNALLOCATED) & (at as usize != job.node)), latency)
                 };
                 self.dram += u64::from(dram);
+                let (word, latency) = if write && job.stores_l1_only {
+                    (encode_store_l1(level == 0), None)
+                } else {
+                    (data_src[usize::from(write)][level], latency)
+                };
                 self.samples.push(Sample {
                     app: job.app,
                     tid: job.tid,
@@ -192,7 +199,7 @@ impl Drawer {
                     addr,
                     kind: if write { SampleKind::Store } else { SampleKind::Load },
                     time_ns: (job.t0 + (i as f64 + 0.5) * job.step) as u64,
-                    data_src: Some(data_src[usize::from(write)][level]),
+                    data_src: Some(word),
                     latency_ns: latency,
                     phys: None,
                 });

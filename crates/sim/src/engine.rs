@@ -467,12 +467,12 @@ impl Run<'_> {
             })
             .collect();
         let free = self.free_bytes();
-        // What the samples are: what the machine's sampler delivers for the request, IBS op's
-        // misses at the period thinned ([`crate::sampler::Thinning`]).
+        // What the samples are: what the machine's sampler delivers for the request at the period
+        // programmed (thinned, and never under the interrupt cap: [`crate::sampler::Thinning`]).
         let mode = match self.sampling.mode {
             SamplingMode::Address { event, period } => {
                 let served = self.served(event);
-                let period = if served.thinned && self.thinning.period > 0 { self.thinning.period } else { period };
+                let period = if self.thinning.period > 0 { self.thinning.period } else { period };
                 SamplingMode::Address { event: served.event, period }
             }
             m => m,

@@ -29,6 +29,10 @@
 //! controller reports less than a remote one behind a busy link, as IBS and PEBS latencies do;
 //! averaged over a thread's loads they give its mean loaded latency.
 //!
+//! Intel PEBS asked for memory accesses, where the CPU has precise stores, samples its slow
+//! loads and every retired store at one period thinned as IBS op's is (the stores that hit L1
+//! dropped): a store sample carries only "L1 miss" as its data source and no latency.
+//!
 //! Costs: every op sample interrupts its thread, memory op or not; each costs
 //! `costs.sample_us` of that thread's time. At most `max_samples_per_cycle` samples are kept per
 //! cycle; the rest are counted as dropped and the snapshot's `sampling_period` grows to say what
@@ -43,6 +47,7 @@ use crate::run::Run;
 use crate::solver::{Demand, Rate};
 use ptb_profile::thinning::Served;
 use ptb_profile::SampledEvent;
+use ptb_topology::AddressSampler;
 
 /// The thread's latency as its own stalls show it, ns: with `f` the share of its rate a
 /// saturated resource left it, its time per access is `(c + L / mlp) / f` with `c` its compute
@@ -66,48 +71,53 @@ pub const DEFAULT_CLOCK_GHZ: f64 = 2.0;
 /// sampled ops that were memory accesses (the daemon measures it at every drain; here, each
 /// cycle's ops and memory accesses set the next cycle's period; 1/32 before the first), so that
 /// it interrupts as often as a miss sampler at the period asked, on every op it samples, and
-/// keeps that share of the samples, each standing for the period programmed; nor more than
-/// the daemon's cap of sample interrupts per thread, from the ops a second a thread ran in the
-/// last cycle. The rule is the daemon's own ([`ptb_profile::thinning`]).
+/// keeps that share of the samples, each standing for the period programmed. No address
+/// source, thinned or not, interrupts a thread more than the daemon's cap allows (or the
+/// policy's lower budget), from the events a second its counter counted per thread in the last
+/// cycle, as `ptb run` holds every hardware source. The rule is the daemon's own
+/// ([`ptb_profile::thinning`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Thinning {
-    /// Share of the ops that are memory accesses, as the last cycle showed it.
+    /// Share of the sampled events that are memory accesses, as the last thinned cycle showed
+    /// it.
     pub share: f64,
-    /// Ops a second a thread ran in the last cycle (0 before): with the interrupt cap, or the
-    /// policy's lower budget, the shortest period.
-    ops_per_s: f64,
-    /// This cycle's ops, memory accesses and thread running time (ns) so far.
-    ops: f64,
-    accesses: f64,
+    /// Events a second the counter counted per running thread in the last cycle (0 before):
+    /// with the interrupt cap, or the policy's lower budget, the shortest period.
+    events_per_s: f64,
+    /// This cycle's counted events and thread running time (ns) so far; of a thinned source,
+    /// its sampled events and the memory accesses among them.
+    counted: f64,
     run_ns: f64,
-    /// The op period programmed this cycle (0: not thinning).
+    thin_events: f64,
+    accesses: f64,
+    /// The period programmed this cycle (0: none yet).
     pub period: u64,
 }
 
 impl Default for Thinning {
     fn default() -> Self {
         let share = ptb_profile::thinning::KEPT_SHARE_PRIOR;
-        Thinning { share, ops_per_s: 0.0, ops: 0.0, accesses: 0.0, run_ns: 0.0, period: 0 }
+        Thinning { share, events_per_s: 0.0, counted: 0.0, run_ns: 0.0, thin_events: 0.0, accesses: 0.0, period: 0 }
     }
 }
 
 impl Thinning {
-    /// The op period for `asked` at the share known now, under the policy's interrupt budget
-    /// (`None`: the daemon's cap).
-    fn period_for(&self, asked: u64, budget: Option<f64>) -> u64 {
-        let min_period = ptb_profile::thinning::min_period(self.ops_per_s, budget);
-        ptb_profile::thinning::period(asked, Some(self.share), min_period)
+    /// The period for `asked`: at the share known now where the source thins, and never under
+    /// the cap, or the policy's interrupt budget (`None`: the daemon's cap).
+    fn period_for(&self, asked: u64, thins: bool, budget: Option<f64>) -> u64 {
+        let min_period = ptb_profile::thinning::min_period(self.events_per_s, budget);
+        ptb_profile::thinning::period(asked, thins.then_some(self.share), min_period)
     }
 
-    /// The cycle ends: its share sets the next cycle's period.
+    /// The cycle ends: its share and rate set the next cycle's period.
     pub(crate) fn end_cycle(&mut self) {
-        if self.ops > 0.0 {
-            self.share = (self.accesses / self.ops).min(1.0);
+        if self.thin_events > 0.0 {
+            self.share = (self.accesses / self.thin_events).min(1.0);
         }
         if self.run_ns > 0.0 {
-            self.ops_per_s = self.ops / (self.run_ns * 1e-9);
+            self.events_per_s = self.counted / (self.run_ns * 1e-9);
         }
-        (self.ops, self.accesses, self.run_ns, self.period) = (0.0, 0.0, 0.0, 0);
+        (self.counted, self.run_ns, self.thin_events, self.accesses, self.period) = (0.0, 0.0, 0.0, 0.0, 0);
     }
 }
 
@@ -170,13 +180,11 @@ impl Run<'_> {
         // What the machine's sampler delivers; IBS op asked for memory accesses: its misses at
         // a thinned op period.
         let Served { event, thinned: thin } = self.served(event);
-        let (event, period) = if thin {
-            let q = self.thinning.period_for(period.max(1), self.sampling.max_interrupts_per_s);
-            self.thinning.period = q;
-            (SampledEvent::Misses, q)
-        } else {
-            (event, period)
-        };
+        // Intel PEBS asked for misses: slow loads and precise stores, thinned alike.
+        let pebs_stores = thin && matches!(self.sim.machine.sampler, Some(AddressSampler::PebsLoads { .. }));
+        let q = self.thinning.period_for(period.max(1), thin, self.sampling.max_interrupts_per_s);
+        self.thinning.period = q;
+        let (event, period) = if thin { (SampledEvent::Misses, q) } else { (event, q) };
         let period = period.max(1) as f64;
         let clock = self.sim.machine.clock_ghz.unwrap_or(DEFAULT_CLOCK_GHZ);
         let mut batch = std::mem::take(&mut self.batch);
@@ -196,13 +204,25 @@ impl Run<'_> {
             let instr = rt.rate.instr_per_ns * run_ns;
             let mut dr = draw(event, instr, run_ns * clock, &rt.demand, ph.mops, ph.write_share);
             if thin {
-                // Every op sampled interrupts; the memory accesses among them are kept.
+                // Every event sampled interrupts; the memory accesses among them are kept. IBS op
+                // samples every op; PEBS its slow loads (the DRAM reads) and every retired store,
+                // the stores being the phase's write share of its memory ops (the model has no
+                // store count of its own), of which those that miss L1 (here, its DRAM writes) are
+                // kept.
                 let accesses = instr * rt.demand.m;
-                dr.interrupts = if accesses > 0.0 { instr / accesses } else { 0.0 };
-                self.thinning.ops += instr;
+                let sampled = if pebs_stores {
+                    let m = rt.demand.m;
+                    instr * (m * (1.0 - ph.write_share) + ph.mops.max(m) * ph.write_share)
+                } else {
+                    instr
+                };
+                dr.interrupts = if accesses > 0.0 { sampled / accesses } else { 0.0 };
+                self.thinning.thin_events += sampled;
                 self.thinning.accesses += accesses;
-                self.thinning.run_ns += run_ns;
             }
+            // What the counter counts (ops, cycles, loads, ...): an interrupt every `period`.
+            self.thinning.counted += dr.events * dr.interrupts;
+            self.thinning.run_ns += run_ns;
             // An op sampler tags cache hits too (part of the memory ops): the spin loop's loads
             // and the phase's hits on named objects, together at most the ops that are not DRAM
             // accesses.
@@ -255,6 +275,7 @@ impl Run<'_> {
                 lat: lat0..batch.lat.len(),
                 dram: dr.dram,
                 writes: dr.writes,
+                stores_l1_only: pebs_stores,
                 hits: hits0..batch.hits.len(),
                 take,
                 t0: t0 + (dt - run_ns),

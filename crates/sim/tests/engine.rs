@@ -488,27 +488,67 @@ fn ibs_op_hardware_thins_a_miss_request_to_a_miss_samplers_interrupts() {
 }
 
 /// PEBS load latency delivers slow loads whatever is asked, and never a store: a policy asking
-/// for misses on a machine that has it sees the program's loads only, and its snapshot says so.
+/// for misses on a machine that has only it sees the program's loads only, and its snapshot
+/// says so. Where the CPU also has precise stores, a request for misses gets slow loads and
+/// stores at one period thinned as IBS op's is (every retired store sampled, those that hit L1
+/// dropped; the first cycle at 32 times the period asked): the kept stores say only that they
+/// missed L1, with no latency, and the interrupts stay about a miss sampler's.
 #[test]
-fn pebs_hardware_serves_a_miss_request_with_loads_only() {
+fn pebs_hardware_serves_a_miss_request_with_loads_and_with_precise_stores_stores() {
     use ptb_policy::SampledEvent::{Misses, SlowLoads};
     let run = |sampler| {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();
         let watch = Watch(SamplingMode::Address { event: Misses, period: 512 }, move |s: &Snapshot| {
-            let writes = s.samples.iter().filter(|x| x.kind == SampleKind::Store).count();
-            log.lock().unwrap().push((s.sampling, s.samples.len(), writes));
+            let stores: Vec<_> = s.samples.iter().filter(|x| x.kind == SampleKind::Store).collect();
+            let bare = stores
+                .iter()
+                .all(|x| x.latency_ns.is_none() && x.data_src.is_some_and(ptb_profile::datasrc::missed_l1));
+            log.lock().unwrap().push((s.sampling, s.samples.len(), stores.len(), bare));
         });
         let text = SHARED.replace("apki = 20", "apki = 20\nwrite_share = 0.3");
         let r = sim_on(with_sampler(sampler), &text, SimOptions::default()).run_with(Box::new(watch)).unwrap();
         let seen = seen.lock().unwrap().clone();
         (r, seen)
     };
-    let (_, misses) = run(None);
-    let (_, pebs) = run(Some(AddressSampler::PebsLoads));
+    let (miss, misses) = run(None);
+    let (_, pebs) = run(Some(AddressSampler::PebsLoads { stores: false }));
     assert_eq!(misses[0].0, SamplingMode::Address { event: Misses, period: 512 });
     assert_eq!(pebs[0].0, SamplingMode::Address { event: SlowLoads, period: 512 });
     assert!(misses.iter().map(|s| s.2).sum::<usize>() > 0, "the program writes");
     assert_eq!(pebs.iter().map(|s| s.2).sum::<usize>(), 0, "PEBS load latency sees no store");
     assert!(pebs.iter().map(|s| s.1).sum::<usize>() > 0);
+    let (both, with_stores) = run(Some(AddressSampler::PebsLoads { stores: true }));
+    assert_eq!(with_stores[0].0, SamplingMode::Address { event: Misses, period: 512 * 32 });
+    assert!(with_stores.iter().map(|s| s.2).sum::<usize>() > 0, "precise stores are sampled");
+    assert!(with_stores.iter().all(|s| s.3), "a store sample says only that it missed L1");
+    let (all, kept) = (miss.samples as f64, both.samples as f64);
+    assert!(kept < all / 2.0, "thinned: {kept} of a miss sampler's {all} samples");
+    let cost = both.sampling_overhead_s / miss.sampling_overhead_s;
+    assert!((0.6..1.5).contains(&cost), "{} s against {} s", both.sampling_overhead_s, miss.sampling_overhead_s);
+}
+
+/// Every address source is held under the daemon's cap of 20,000 sample interrupts a second
+/// per thread, thinned or not, as `ptb run` holds every hardware source: a miss sampler asked
+/// for every access (period 1) on a machine that serves what is asked is programmed, from the
+/// second cycle on, at the period the cap allows for the accesses a thread made a second in the
+/// cycle before (these threads make about 1.3e7), and the snapshot says that period.
+#[test]
+fn every_address_source_is_held_under_the_interrupt_cap() {
+    use ptb_policy::SampledEvent::Misses;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let watch = Watch(SamplingMode::Address { event: Misses, period: 1 }, move |s: &Snapshot| {
+        log.lock().unwrap().push(s.sampling);
+    });
+    let opts = SimOptions { samplers: Samplers::Asked, ..Default::default() };
+    let r = sim(SHARED, opts).run_with(Box::new(watch)).unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], SamplingMode::Address { event: Misses, period: 1 }, "no rate known yet");
+    let later: Vec<u64> =
+        seen.iter().skip(1).map(|m| if let SamplingMode::Address { period, .. } = m { *period } else { 0 }).collect();
+    assert!(!later.is_empty() && later.iter().all(|&p| (200..3000).contains(&p)), "{later:?}");
+    // Over the run: at most the cap's interrupts per thread-second after the first cycle.
+    let per_thread_s = r.samples as f64 / (8.0 * r.runtime_s);
+    assert!(per_thread_s < 20_000.0 * 1.5 + 1.3e7 * 0.1 / r.runtime_s, "{per_thread_s} a second per thread");
 }

@@ -161,7 +161,8 @@ mod tests {
         for sampler in [
             crate::AddressSampler::IbsOp { op_count: true, miss_filter: false },
             crate::AddressSampler::IbsOp { op_count: false, miss_filter: true },
-            crate::AddressSampler::PebsLoads,
+            crate::AddressSampler::PebsLoads { stores: false },
+            crate::AddressSampler::PebsLoads { stores: true },
         ] {
             let m = crate::Machine { sampler: Some(sampler), ..crate::synthetic::synthetic("nodes=2").unwrap() };
             let text = to_toml(&m).unwrap();

@@ -2,7 +2,9 @@
 //!
 //! What a policy's samples are depends on the hardware: AMD IBS op tags ops (cache hits
 //! included) and, before Zen 4, cannot keep only last-level misses; Intel PEBS load latency
-//! sees loads slower than a threshold and never a store. `ptb run` serves each policy's request
+//! sees loads slower than a threshold and never a store, and its precise-store event (Sandy
+//! Bridge and later) sees every retired store with only whether it hit the L1 data cache.
+//! `ptb run` serves each policy's request
 //! with what the hardware has (`ptb_profile::thinning::served`), and the simulator serves it the
 //! same way on a machine whose file names its sampler.
 
@@ -16,8 +18,14 @@ pub enum AddressSampler {
     /// family 10h revision C and later); `miss_filter`: it can keep only ops that missed the
     /// last-level cache (`l3missonly`, Zen 4 and later).
     IbsOp { op_count: bool, miss_filter: bool },
-    /// Intel PEBS load latency (`mem-loads` with a latency threshold): loads only.
-    PebsLoads,
+    /// Intel PEBS load latency (`mem-loads` with a latency threshold). `stores`: the CPU also
+    /// has PEBS precise stores (`mem-stores`: every retired store, with its address and whether
+    /// it hit the L1 data cache, no latency), which `ptb run` opens beside it when a policy asks
+    /// for memory accesses; without it (the default in a file) loads only.
+    PebsLoads {
+        #[serde(default)]
+        stores: bool,
+    },
 }
 
 impl AddressSampler {
@@ -29,7 +37,10 @@ impl AddressSampler {
                 if *op_count { "ops counted" } else { "cycles only" },
                 if *miss_filter { "last-level-miss filter" } else { "no miss filter" }
             ),
-            AddressSampler::PebsLoads => "pebs-loads (loads above a latency threshold)".into(),
+            AddressSampler::PebsLoads { stores: false } => "pebs-loads (loads above a latency threshold)".into(),
+            AddressSampler::PebsLoads { stores: true } => {
+                "pebs-loads (loads above a latency threshold; precise stores, L1 hit or miss)".into()
+            }
         }
     }
 }

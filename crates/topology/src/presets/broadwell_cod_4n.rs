@@ -113,8 +113,9 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency: lat,
         costs: MigrationCosts::default(),
         clock_ghz: 2.4,
-        // Broadwell: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY): Intel SDM vol. 3B.
-        sampler: AddressSampler::PebsLoads,
+        // Broadwell: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY) and precise stores
+        // (MEM_UOPS_RETIRED.ALL_STORES, perf's `mem-stores`): Intel SDM vol. 3B.
+        sampler: AddressSampler::PebsLoads { stores: true },
         notes: vec![
             "source: published Intel Memory Latency Checker (MLC) latency and bandwidth matrices of a 4-node \
              2 x Xeon E5-2680 v4 cluster-on-die machine (verbatim; MB/s / 1000 = GB/s)"

@@ -48,8 +48,8 @@ pub fn machine() -> Result<Machine, TopologyError> {
         latency: lat,
         costs: MigrationCosts::default(),
         clock_ghz: 2.0,
-        // An Intel host (MLC figures): PEBS load latency, Intel SDM vol. 3B.
-        sampler: AddressSampler::PebsLoads,
+        // An Intel host (MLC figures): PEBS load latency and precise stores, Intel SDM vol. 3B.
+        sampler: AddressSampler::PebsLoads { stores: true },
         notes: vec![
             "source: published Intel MLC measurements of a CXL memory expander seen as a CPU-less node \
              (single-socket host): latency 84.5 / 564.5 ns and bandwidth 30.6 / 4.8 GB/s are published"

@@ -116,9 +116,9 @@ impl Mlc2s {
             latency: lat,
             costs: MigrationCosts::default(),
             clock_ghz: self.clock_ghz,
-            // Skylake / Ice Lake servers: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY),
-            // Intel SDM vol. 3B.
-            sampler: AddressSampler::PebsLoads,
+            // Skylake / Ice Lake servers: PEBS load latency (MEM_TRANS_RETIRED.LOAD_LATENCY) and
+            // precise stores (MEM_INST_RETIRED.ALL_STORES, perf's `mem-stores`), Intel SDM vol. 3B.
+            sampler: AddressSampler::PebsLoads { stores: true },
             notes,
         }
         .finish()
