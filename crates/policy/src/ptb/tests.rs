@@ -1080,3 +1080,41 @@ fn a_move_carried_out_is_not_planned_again_while_nothing_changes() {
     }
     assert!(spread_home, "the scenario must spread a private chunk: {done:?}");
 }
+
+#[test]
+fn chunks_with_too_few_samples_to_judge_cost_a_layout_change_as_the_judged_ones_do() {
+    // The packed program computing between accesses stays on its two nodes; what moving it to
+    // four would cost in pages is the same whether all its chunks were sampled enough to be
+    // judged or six of its eight only twice (a thinned sampler's first cycles): those move, on
+    // average, as the judged ones do. Each thread's slice is at home on its node.
+    let (mut w, s) = packed_streaming_program();
+    w.pages = (0..8 * 512u64).map(|v| (PageKey { app: 0, vpn: v }, NodeIdx((v / 512 / 4) as u16))).collect();
+    w.regions[0].resident = vec![4 * 512, 4 * 512, 0, 0];
+    let light: Vec<Sample> = s.iter().step_by(8).map(|x| Sample { latency_ns: Some(80.0), ..*x }).collect();
+    let mut seen = std::collections::BTreeMap::<u32, usize>::new();
+    let sparse: Vec<Sample> = light
+        .iter()
+        .filter(|x| {
+            let k = seen.entry(x.tid).or_default();
+            *k += 1;
+            x.tid >= 106 || *k <= 2
+        })
+        .cloned()
+        .collect();
+    assert!(sparse.len() < light.len() / 2);
+    // Fewer samples, each standing for more accesses (the same traffic, above the gate).
+    let cost = |samples: &[Sample]| {
+        let period = 65536 * light.len() as u64 / samples.len() as u64;
+        let mut p = Ptb::new(PtbParams::default());
+        p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
+        let plan = p.decide(&snap(&w, samples, period));
+        assert!(plan.threads.is_empty(), "{:?}", plan.stats);
+        let own = p.pins.own().expect("pinned")[&0].nodes().to_vec();
+        let mem: Vec<NodeIdx> = (0..4).map(NodeIdx::from_ix).collect();
+        assert_eq!(own.len(), 2);
+        p.layout_cost_ns(&snap(&w, samples, period), 0, (&own, 0, 100), (&mem, 0, 100), &mem, true, 8)
+    };
+    let (full, few) = (cost(&light), cost(&sparse));
+    assert!(full > 0.0);
+    assert!((few / full - 1.0).abs() < 0.3, "{few} ns with six chunks unjudged against {full} ns");
+}
