@@ -66,7 +66,7 @@ pub struct AppLayout {
     settle: u32,
     /// Per candidate: decayed mean of the log of its predicted throughput relative to the
     /// layout in force, over the cycles since the last change.
-    scores: BTreeMap<Candidate, f64>,
+    pub(super) scores: BTreeMap<Candidate, f64>,
 }
 
 impl AppLayout {
@@ -263,7 +263,11 @@ impl Ptb {
             if now <= 0.0 {
                 continue;
             }
-            let pcts: &[u8] = if homes && private > 0.0 { &super::home::SHARES } else { &[100] };
+            // Every home share is scored in every cycle, alike while no chunk is private: the
+            // scores are means over cycles, and a share first scored once a chunk was judged
+            // private entered at face value against others that carried the first, sparser
+            // cycles' scores.
+            let pcts: &[u8] = if homes { &super::home::SHARES } else { &[100] };
             let mut scores = lay.scores.clone();
             // Node sets beyond the fewest are candidates only where they split the threads
             // evenly: a program whose threads meet at barriers runs at the pace of its busiest
