@@ -2,7 +2,7 @@
 //! ([`Piece`]s), the resulting share of its reads and writes per memory node, and its demand
 //! profile for the contention solver.
 
-use crate::layout::{slice, transposed};
+use crate::layout::{slice, transposed, wavefront};
 use crate::run::{Piece, Run};
 use crate::solver::Demand;
 use crate::workload::Pattern;
@@ -70,8 +70,10 @@ impl Run<'_> {
                         push(slice(np, n, j), 0.0, w);
                     }
                     Pattern::Transposed => {
-                        let share = w / n.max(1) as f64;
-                        transposed(np, n, j).into_iter().for_each(|r| push(r, share, share));
+                        let front = ph.spin.and_then(|sp| wavefront(np, sp.stages, sp.pipelined, n, j, progress));
+                        let parts = front.unwrap_or_else(|| transposed(np, n, j));
+                        let share = w / parts.len().max(1) as f64;
+                        parts.into_iter().for_each(|r| push(r, share, share));
                     }
                 }
             }

@@ -118,6 +118,12 @@ pub struct HitSite {
 pub struct SpinSite {
     pub object: usize,
     pub share: f64,
+    /// Stages a sweep passes through ([`crate::workload::Spin::stages`]; 0: no wavefront).
+    #[serde(default)]
+    pub stages: f64,
+    /// Share of the phase's work done in the pipeline's two sweeps.
+    #[serde(default)]
+    pub pipelined: f64,
 }
 
 /// A share of a phase's memory ops that hit the cache on one object: its pipeline's spin
@@ -265,6 +271,8 @@ impl Layout {
                 let spin = p.spin.as_ref().map(|sp| SpinSite {
                     object: object_of(&sp.object),
                     share: sp.share(active.iter().filter(|a| **a).count()),
+                    stages: sp.stages,
+                    pipelined: sp.pipelined.unwrap_or(1.0),
                 });
                 let hits = p.hits.iter().map(|h| HitSite { object: object_of(&h.object), share: h.share }).collect();
                 phases.push(CompiledPhase {
@@ -276,7 +284,9 @@ impl Layout {
                     ips: p.ips,
                     mops: p.mem_ops_pki.unwrap_or(crate::workload::DEFAULT_MEM_OPS_PKI).max(p.apki) / 1000.0,
                     active,
-                    has_stream: access.iter().any(|x| x.pattern == Pattern::Stream),
+                    has_stream: access
+                        .iter()
+                        .any(|x| x.pattern == Pattern::Stream || (x.pattern == Pattern::Transposed && spin.is_some())),
                     access,
                     thread_work,
                     spin,
@@ -330,6 +340,59 @@ pub fn transposed(npages: usize, t: usize, j: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The `transposed` accesses of app thread `j` of `t` in a pipelined phase ([`SpinSite`]) at
+/// `progress` (0..1) through its work: the part `j` of each k-plane in the wavefront's window, or
+/// `None` where the thread works outside the sweeps or waits for its neighbour.
+///
+/// NPB LU's triangular sweeps (ssor.f: `do k = 2, nz-1` with jacld+blts, then `do k = nz-1, 2,
+/// -1` with jacu+buts) are a pipeline: thread `j` works on plane `k` once thread `j - 1` has
+/// finished it (sync_left), so at stage `s` it is on plane `s - j` (the upper sweep runs the
+/// other way, led by the last thread). At any moment the threads together touch a window of `t`
+/// consecutive planes, not every plane: whichever nodes hold those planes carry the sweep's
+/// traffic. The object is laid out in `stages` equal planes; the window advances in steps of
+/// 1/16 of a sweep's `stages + t - 1` stages, and a thread's pieces cover the planes it passes in
+/// one step. A thread that waits (`s - j` outside the planes) gets `None`: its spin loop's loads
+/// hit the cache, and its memory accesses are taken as spread like the phase's other ones.
+pub fn wavefront(
+    npages: usize,
+    stages: f64,
+    pipelined: f64,
+    t: usize,
+    j: usize,
+    progress: f64,
+) -> Option<Vec<(usize, usize)>> {
+    let t = t.max(1);
+    if !(stages >= 1.0 && pipelined > 0.0 && pipelined <= 1.0 && progress.is_finite()) || j >= t {
+        return None;
+    }
+    let planes = (stages.round() as usize).clamp(1, npages.max(1));
+    let half = pipelined / 2.0;
+    let p = progress.clamp(0.0, 1.0);
+    if p >= pipelined {
+        return None;
+    }
+    let (u, upper) = if p < half { (p / half, false) } else { ((p - half) / half, true) };
+    let total = planes + t - 1;
+    let step = total.div_ceil(16).max(1);
+    let s = ((u * total as f64) as usize).min(total - 1) / step * step;
+    let lag = if upper { t - 1 - j } else { j };
+    let first = s as isize - lag as isize;
+    let (lo, hi) = (first.max(0) as usize, ((first + step as isize).min(planes as isize)).max(0) as usize);
+    if lo >= hi {
+        return None;
+    }
+    Some(
+        (lo..hi)
+            .map(|k| {
+                let k = if upper { planes - 1 - k } else { k };
+                let (ps, pe) = slice(npages, planes, k);
+                let (a, b) = slice(pe - ps, t, j);
+                (ps + a, ps + b)
+            })
+            .collect(),
+    )
+}
+
 /// Slice `j` of `t` equal slices of `[0, npages)` (never empty).
 pub fn slice(npages: usize, t: usize, j: usize) -> (usize, usize) {
     let t = t.max(1);
@@ -363,6 +426,40 @@ mod tests {
         }
         // Slices shorter than t pages: parts overlap but are never empty.
         assert!(transposed(10, 8, 7).iter().all(|(s, e)| e > s && *e <= 10));
+    }
+
+    #[test]
+    fn a_pipelines_wavefront_touches_a_window_of_planes_lagging_by_thread() {
+        // 160 planes of 8 pages, 16 threads: a sweep has 175 stages in steps of 11.
+        let (np, planes, t) = (1280, 160.0, 16);
+        let planes_of = |parts: &[(usize, usize)]| -> Vec<usize> { parts.iter().map(|&(s, _)| s / 8).collect() };
+        // Half-way through the lower sweep (stage 77 -> step 77): thread j works on planes from 77 - j.
+        let p = 0.84 / 2.0 * 0.45;
+        let mut union = std::collections::BTreeSet::new();
+        for j in 0..t {
+            let parts = wavefront(np, planes, 0.84, t, j, p).expect("every thread is on a plane");
+            let ks = planes_of(&parts);
+            assert_eq!(ks[0], 77 - j, "thread {j}: {ks:?}");
+            assert_eq!(ks.len(), 11);
+            for (&(s, e), &k) in parts.iter().zip(&ks) {
+                // Part j of plane k: one of its 8 pages (8 pages, 16 threads: never empty).
+                assert!(e > s && s >= k * 8 && e <= (k + 1) * 8, "{s}..{e} on plane {k}");
+            }
+            union.extend(ks);
+        }
+        // Together the threads touch t + 10 planes, not the 160.
+        assert_eq!(union.len(), t + 10);
+        // The upper sweep runs the other way, led by the last thread.
+        let up = 0.42 + 0.84 / 2.0 * 0.45;
+        assert_eq!(planes_of(&wavefront(np, planes, 0.84, t, t - 1, up).unwrap())[0], 159 - 77);
+        assert_eq!(planes_of(&wavefront(np, planes, 0.84, t, 0, up).unwrap())[0], 159 - 62);
+        // Waiting for the neighbour (thread 15 at the first step), outside the sweeps, or no
+        // pipeline: no wavefront.
+        assert_eq!(wavefront(np, planes, 0.84, t, 15, 0.0), None);
+        assert_eq!(planes_of(&wavefront(np, planes, 0.84, t, 0, 0.0).unwrap())[0], 0);
+        assert_eq!(wavefront(np, planes, 0.84, t, 3, 0.9), None);
+        assert_eq!(wavefront(np, 0.0, 0.84, t, 3, 0.1), None);
+        assert_eq!(wavefront(np, planes, 0.84, t, t, 0.1), None);
     }
 
     #[test]
