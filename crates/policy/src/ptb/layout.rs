@@ -15,7 +15,8 @@
 //! other program uses, each with its shared data on its own nodes or on all, and each home
 //! share. A candidate's threads are spread over its nodes by their CPUs, each computing per
 //! access what the program's threads compute now; its private chunks sit at home at the
-//! candidate's share and its shared chunks are spread. The current layout is evaluated the same
+//! candidate's share (their home node's accesses local, the other nodes' remote, as sampled) and
+//! its shared chunks are spread. The current layout is evaluated the same
 //! way, so that the model's errors cancel. The scores are decayed means over cycles of the log
 //! of each candidate's throughput relative to the layout in force (programs whose phases want
 //! different layouts keep one that is good on average); of the candidates ahead by more than
@@ -109,13 +110,44 @@ pub fn weights(m: &Machine, mem_nodes: &[NodeIdx], nodes: &[NodeIdx], wide: u8) 
     super::home::weights_of(&blend)
 }
 
-/// Per source node, the shares of its accesses on each memory node when a `private` share of
-/// them goes to chunks at home (`pct` percent of each at home, the rest on the other nodes of
-/// `w` in the home's `spill` shares) and the rest to shared chunks spread with `w`.
-fn row(s: NodeIdx, private: f64, pct: u8, w: &[(NodeIdx, u32)], spill: &[Vec<f64>], nn: usize) -> Vec<f64> {
+/// Shares of a program's accesses: to private chunks from their home node, to private chunks
+/// from other nodes (a chunk is private where its home issues twice any other node's accesses,
+/// not all of them: NPB LU's planes, a third of whose accesses are their owner's), and to shared
+/// chunks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Mix {
+    own: f64,
+    foreign: f64,
+}
+
+/// Per source node `s` of the node set `set`, the shares of its accesses on each memory node
+/// when `mix.own` of them go to its own private chunks (`pct` percent of each at home, the rest
+/// on the other nodes of `w` in the home's `spill` shares), `mix.foreign` to the private chunks
+/// of the set's other nodes (placed alike at their homes) and the rest to shared chunks spread
+/// with `w`.
+fn row(
+    s: NodeIdx,
+    set: &[NodeIdx],
+    mix: Mix,
+    pct: u8,
+    w: &[(NodeIdx, u32)],
+    spill: &[Vec<f64>],
+    nn: usize,
+) -> Vec<f64> {
     let home = model::target_shares(Target::Node(s, pct), w, spill, nn);
     let spread = model::target_shares(Target::Spread, w, spill, nn);
-    home.iter().zip(&spread).map(|(h, sp)| private * h + (1.0 - private) * sp).collect()
+    let others: Vec<NodeIdx> = set.iter().copied().filter(|&u| u != s).collect();
+    let mut away = vec![0.0; nn];
+    if others.is_empty() {
+        away.clone_from(&home);
+    } else {
+        for &u in &others {
+            let t = model::target_shares(Target::Node(u, pct), w, spill, nn);
+            away.iter_mut().zip(t).for_each(|(a, x)| *a += x / others.len() as f64);
+        }
+    }
+    let shared = (1.0 - mix.own - mix.foreign).max(0.0);
+    (0..nn).map(|n| mix.own * home[n] + mix.foreign * away[n] + shared * spread[n]).collect()
 }
 
 fn sorted(v: &[NodeIdx]) -> Vec<NodeIdx> {
@@ -155,18 +187,22 @@ impl Ptb {
             .clone()
     }
 
-    /// Accesses per second to `app`'s private and shared chunks.
-    fn app_traffic(&self, app: AppId, mem_nodes: &[NodeIdx], homes: bool) -> (f64, f64) {
-        let (mut private, mut shared) = (0.0, 0.0);
+    /// Accesses per second to `app`'s private chunks from their home nodes, to its private
+    /// chunks from other nodes, and to its shared chunks.
+    fn app_traffic(&self, app: AppId, mem_nodes: &[NodeIdx], homes: bool) -> (f64, f64, f64) {
+        let (mut own, mut foreign, mut shared) = (0.0, 0.0, 0.0);
         for key in self.table.keys_by_weight(super::params::MIN_SAMPLES).into_iter().filter(|k| k.app == app) {
             let Some(c) = self.table.get(key) else { continue };
-            if homes && super::private_home(c, &self.p, mem_nodes).is_some() {
-                private += c.accesses_per_s();
-            } else {
-                shared += c.accesses_per_s();
+            match super::private_home(c, &self.p, mem_nodes).filter(|_| homes) {
+                Some(h) => {
+                    let at_home = c.src_shares().get(h.ix()).copied().unwrap_or(1.0);
+                    own += c.accesses_per_s() * at_home;
+                    foreign += c.accesses_per_s() * (1.0 - at_home);
+                }
+                None => shared += c.accesses_per_s(),
             }
         }
-        (private, shared)
+        (own, foreign, shared)
     }
 
     /// Choose every program's layout (see the module docs); returns the thread moves of the
@@ -200,11 +236,12 @@ impl Ptb {
         let now_s = snap.now.as_secs_f64();
         let mut moves = Vec::new();
         for (&app, an) in &apps {
-            let (private_a, shared_a) = self.app_traffic(app, mem_nodes, homes);
-            if private_a + shared_a <= 0.0 {
+            let (own_a, foreign_a, shared_a) = self.app_traffic(app, mem_nodes, homes);
+            let total_a = own_a + foreign_a + shared_a;
+            if total_a <= 0.0 {
                 continue;
             }
-            let private = private_a / (private_a + shared_a);
+            let mix = Mix { own: own_a / total_a, foreign: foreign_a / total_a };
             let own = an.nodes().to_vec();
             let n_threads = snap.threads.iter().filter(|t| t.app == app).count();
             // Compute time per access: the mean over the program's nodes whose threads issued
@@ -243,7 +280,7 @@ impl Ptb {
                     t2[n.ix()] = *k as f64;
                     c2[n.ix()] = c_app;
                     m2[n.ix()] = mlp_app;
-                    sh2[n.ix()] = row(*n, private, pct, &w, &spill, nn);
+                    sh2[n.ix()] = row(*n, &set, mix, pct, &w, &spill, nn);
                 }
                 // The program's threads share its work evenly (its node sets split them
                 // evenly), so it runs at the pace of its slowest node's threads: a layout that
@@ -437,5 +474,24 @@ mod tests {
         let want = 0.7 + 0.3 * on_own(&all);
         let got = on_own(&weights(&m, &mem, &nodes, 30));
         assert!((got - want).abs() < 0.03, "{got} vs {want}");
+    }
+
+    #[test]
+    fn a_private_chunks_accesses_from_other_nodes_go_to_its_home() {
+        // Four nodes, even spread weights, no spill: a node whose accesses are a third to its
+        // own private chunks, two thirds to the other nodes' private chunks (NPB LU's planes)
+        // and none shared reads a third locally and the rest evenly from the three others.
+        let set: Vec<NodeIdx> = (0..4).map(NodeIdx::from_ix).collect();
+        let w: Vec<(NodeIdx, u32)> = set.iter().map(|&n| (n, 1)).collect();
+        let r = row(set[1], &set, Mix { own: 1.0 / 3.0, foreign: 2.0 / 3.0 }, 100, &w, &[], 4);
+        let want = [2.0 / 9.0, 1.0 / 3.0, 2.0 / 9.0, 2.0 / 9.0];
+        assert!(r.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9), "{r:?}");
+        // All of them to its own private chunks: all local; shared ones: spread evenly.
+        assert_eq!(row(set[1], &set, Mix { own: 1.0, foreign: 0.0 }, 100, &w, &[], 4), vec![0.0, 1.0, 0.0, 0.0]);
+        let spread = row(set[1], &set, Mix { own: 0.0, foreign: 0.0 }, 100, &w, &[], 4);
+        assert!(spread.iter().all(|x| (x - 0.25).abs() < 1e-9), "{spread:?}");
+        // On one node the other nodes' private chunks are its own.
+        let one = [set[2]];
+        assert_eq!(row(set[2], &one, Mix { own: 0.5, foreign: 0.5 }, 100, &w[2..3], &[], 4), vec![0.0, 0.0, 1.0, 0.0]);
     }
 }
