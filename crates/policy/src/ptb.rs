@@ -31,7 +31,10 @@
 //! 5. **Moves that pay** ([`model`]): a load model of controllers, paths and links predicts
 //!    every candidate move's saving in access time; private chunks whose home would saturate
 //!    are spread instead; a move happens when its saving over the chunk's expected residency
-//!    pays back `payback` times its migration cost. A saving counts where it shortens the
+//!    pays back `payback` times its migration cost. The saving is priced at the loads of the
+//!    moments the chunk is used ([`bins`]: the cycle's samples in time bins, a bin's loads kept
+//!    where they vary more than sampling noise): a node busy half the time queues more than its
+//!    mean load says. A saving counts where it shortens the
 //!    program's run ([`pace`]): its threads meet at barriers, so a saving on the node whose
 //!    threads the sampled latencies show to be the slowest counts for all of them. The
 //!    residency is one change-point rule ([`chunks::ChunkState::observe_target`]): the mean
@@ -55,6 +58,7 @@
 //! access rate is unknown: the gate and the payback test are skipped and placement follows
 //! locality and sharing alone.
 
+mod bins;
 mod busy;
 mod chunks;
 mod closed;
@@ -575,6 +579,42 @@ impl Ptb {
         }
         let lat_now = load.loaded(&load.acc, &load.path);
         let lat_after = load.loaded(&after, &after_path);
+        // The same per part of the cycle ([`bins`]): each bin's loads, with every candidate's
+        // accesses in that bin moved.
+        let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
+        let targets: Vec<Vec<f64>> =
+            cands.iter().map(|c| model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn)).collect();
+        let binned = bins::Bins::of(&self.table, snap, period).map(|b| {
+            let n = b.len();
+            let shares: Vec<Vec<f64>> = cands.iter().map(|c| b.shares(self.table.get(c.key))).collect();
+            // Each candidate's change of the loads, per (source, memory) node, once; each bin
+            // takes it in the share of the chunk's accesses made in that bin.
+            let mut delta = vec![vec![vec![0.0; nn]; nn]; n];
+            for ((c, sh), to) in cands.iter().zip(&shares).zip(&targets).filter(|((c, _), _)| !c.ahead) {
+                for s in (0..nn).filter(|&s| c.src[s] > 0.0) {
+                    for d in 0..nn {
+                        let x = c.a * c.src[s] * (to[d] - c.from[d]) * n as f64;
+                        if x != 0.0 {
+                            delta.iter_mut().zip(sh).for_each(|(dl, f)| dl[s][d] += f * x);
+                        }
+                    }
+                }
+            }
+            let per_bin: Vec<BinLoads> = (0..n)
+                .map(|k| {
+                    let path: Vec<Vec<f64>> = b.path[k]
+                        .iter()
+                        .zip(&delta[k])
+                        .map(|(r, dr)| r.iter().zip(dr).map(|(x, y)| (x + y).max(0.0)).collect())
+                        .collect();
+                    let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
+                    let (now, later) = (load.loaded(&b.acc[k], &b.path[k]), load.loaded(&acc, &path));
+                    let utils = load.path_utils(&acc, &path, &load.link_loads(&path));
+                    BinLoads { q_now: load.queueing(&now), q_later: load.queueing(&later), now, later, utils }
+                })
+                .collect();
+            (per_bin, shares)
+        });
         let means_now = node_mean_latency(&lat_now, &load.path);
         let delta = |path: &[Vec<f64>]| -> Vec<f64> {
             node_mean_latency(&load.loaded(&column_sums(path), path), path)
@@ -587,10 +627,9 @@ impl Ptb {
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
-        let after_links = load.link_loads(&after_path);
+        let after_utils = load.path_utils(&after, &after_path, &load.link_loads(&after_path));
         let mut out = Vec::new();
-        for c in cands {
-            let to = model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn);
+        for (i, (c, to)) in cands.into_iter().zip(targets).enumerate() {
             // A move that would move less than a page is no move: the chunk is already where
             // its target puts it (a private chunk spread off its overloaded home, spread
             // again). Planned anyway, it was asked for every cycle and kept the sampling from
@@ -601,14 +640,28 @@ impl Ptb {
             // Where the chunk's accesses would still cross a resource near saturation, they are
             // bandwidth-bound: a shorter distance does not make them faster, only less queueing
             // does. Elsewhere they are latency-bound and the whole loaded latency counts.
-            let bound = load.max_util(&after, &after_path, &after_links, &c.src, &to) >= 0.75;
+            let bound = model::LoadModel::max_on(&after_utils, &c.src, &to) >= 0.75;
             let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
             // Weighted by the program's pace: a saving counts where it shortens its run.
             let w = pace.of(c.key.app);
-            let saving_ns_per_s = c.a
-                * (pace::Pace::weighted_latency(w, now, &c.src, &c.from)
-                    - pace::Pace::weighted_latency(w, later, &c.src, &to))
-                / self.mlp.mlp(c.key.app);
+            let saving = |now: &[Vec<f64>], later: &[Vec<f64>]| {
+                pace::Pace::weighted_latency(w, now, &c.src, &c.from)
+                    - pace::Pace::weighted_latency(w, later, &c.src, &to)
+            };
+            // Over the cycle's bins where there are samples enough: each bin's saving, weighted
+            // by the share of the chunk's accesses made in it.
+            let per_access = match &binned {
+                Some((per_bin, shares)) => per_bin
+                    .iter()
+                    .zip(&shares[i])
+                    .map(|(b, f)| {
+                        let bound = model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75;
+                        f * if bound { saving(&b.q_now, &b.q_later) } else { saving(&b.now, &b.later) }
+                    })
+                    .sum(),
+                None => saving(now, later),
+            };
+            let saving_ns_per_s = c.a * per_access / self.mlp.mlp(c.key.app);
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;
@@ -644,6 +697,17 @@ impl Ptb {
         }
         out
     }
+}
+
+/// One time bin's loads ([`bins`]): latencies and queueing now and with every candidate moved,
+/// and the paths' utilisation after.
+struct BinLoads {
+    now: Vec<Vec<f64>>,
+    later: Vec<Vec<f64>>,
+    q_now: Vec<Vec<f64>>,
+    q_later: Vec<Vec<f64>>,
+    /// Highest utilisation on each (source, memory) path after the moves.
+    utils: Vec<Vec<f64>>,
 }
 
 impl Ptb {

@@ -78,6 +78,8 @@ pub struct ChunkState {
     rate: f32,
     /// Samples of the cycle being ingested.
     fresh: f32,
+    /// The latest cycle's samples of the chunk per time bin ([`super::bins`]).
+    pub bins: [f32; super::bins::MAX_BINS],
     decay: f64,
 }
 
@@ -98,6 +100,7 @@ impl ChunkState {
             held: 0,
             prev_top: (NodeIdx(0), 0.0),
             rate: 0.0,
+            bins: [0.0; super::bins::MAX_BINS],
             fresh: 0.0,
             decay,
         }
@@ -213,6 +216,10 @@ pub struct Range {
 #[derive(Debug)]
 pub struct ChunkTable {
     chunk_pages: u64,
+    /// The latest cycle's samples per time bin ([`super::bins`]): how many bins, and per bin
+    /// the count from threads on node s (row) to pages on node d (column); `None` with too few
+    /// samples for two bins.
+    pub cycle_bins: Option<Vec<Vec<Vec<f64>>>>,
     map: HashMap<ChunkKey, ChunkState, ptb_profile::histogram::FxBuild>,
     /// Chunks ptb moved ahead of a sweep before any sample of them ([`super::sweep`]): the
     /// target and the shares it put their pages on, handed to the chunk when it is first seen
@@ -234,6 +241,7 @@ impl ChunkTable {
     pub fn new(chunk_pages: u64) -> Self {
         ChunkTable {
             chunk_pages: chunk_pages.max(1),
+            cycle_bins: None,
             map: HashMap::default(),
             ahead: HashMap::default(),
             origins: HashMap::default(),
@@ -325,7 +333,10 @@ impl ChunkTable {
             c.by_src.iter_mut().zip(&node_decay).for_each(|(x, d)| *x *= if k < 1.0 { d.powf(k) } else { *d });
             let d = decay as f32;
             c.by_home.iter_mut().for_each(|x| *x *= d);
+            c.bins = [0.0; super::bins::MAX_BINS];
         }
+        let bins = super::bins::Clock::of(snap, &cpu_node);
+        let mut per_bin = vec![vec![vec![0.0; nn]; nn]; bins.map_or(0, |b| b.n)];
         self.first_seen.clear();
         let mut traffic = vec![vec![0.0; nn]; nn];
         let shift = m.page_size.trailing_zeros();
@@ -337,7 +348,12 @@ impl ChunkTable {
             let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
             let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
             let home = snap.pages.get(page);
-            traffic[src as usize][home.map_or(src as usize, |h| h.ix())] += 1.0;
+            let dst = home.map_or(src as usize, |h| h.ix());
+            traffic[src as usize][dst] += 1.0;
+            let bin = bins.map(|b| b.bin(s.time_ns));
+            if let Some(b) = bin {
+                per_bin[b][src as usize][dst] += 1.0;
+            }
             let (ahead, faded, first_seen) = (&mut self.ahead, &mut self.faded, &mut self.first_seen);
             let c = self.map.entry(key).or_insert_with(|| {
                 if faded.is_empty() || !faded.remove(&key) {
@@ -352,11 +368,15 @@ impl ChunkTable {
             });
             c.by_src[src as usize] += 1.0;
             c.fresh += 1.0;
+            if let Some(b) = bin {
+                c.bins[b] += 1.0;
+            }
             c.sole = if c.sole == NO_TID || c.sole == s.tid { s.tid } else { SEVERAL_TIDS };
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;
             }
         }
+        self.cycle_bins = bins.map(|_| per_bin);
         let scale = period as f64 / snap.cycle.as_secs_f64().max(1e-6);
         for c in self.map.values_mut() {
             let now = (f64::from(c.fresh) * scale) as f32;

@@ -364,20 +364,34 @@ impl LoadModel {
         }
     }
 
-    /// Highest utilisation of any controller, path or link that the chunk's accesses cross;
-    /// `links` are the link loads of `path` ([`Self::link_loads`]).
-    pub fn max_util(&self, acc: &[f64], path: &[Vec<f64>], links: &[f64], src: &[f64], pages: &[f64]) -> f64 {
+    /// Per (source node, memory node): the highest utilisation of the controller, path and
+    /// links its accesses cross; `links` are the link loads of `path`.
+    pub fn path_utils(&self, acc: &[f64], path: &[Vec<f64>], links: &[f64]) -> Vec<Vec<f64>> {
+        let nn = acc.len();
+        (0..nn)
+            .map(|s| {
+                (0..nn)
+                    .map(|d| {
+                        let c = if self.cap[d] > 0.0 { acc[d] / self.cap[d] } else { 1.0 };
+                        let p = if self.path_cap[s][d].is_finite() { path[s][d] / self.path_cap[s][d] } else { 0.0 };
+                        self.links_of[s][d]
+                            .iter()
+                            .filter(|(l, _)| self.link_cap[*l] > 0.0)
+                            .map(|&(l, _)| links[l] / self.link_cap[l])
+                            .fold(c.max(p), f64::max)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The highest of `utils` ([`Self::path_utils`]) over the paths from the nodes of `src` to
+    /// those of `pages` (shares; a zero share is no path).
+    pub fn max_on(utils: &[Vec<f64>], src: &[f64], pages: &[f64]) -> f64 {
         let mut u: f64 = 0.0;
         for (s, _) in src.iter().enumerate().filter(|x| *x.1 > 0.0) {
             for (d, _) in pages.iter().enumerate().filter(|x| *x.1 > 0.0) {
-                let c = if self.cap[d] > 0.0 { acc[d] / self.cap[d] } else { 1.0 };
-                let p = if self.path_cap[s][d].is_finite() { path[s][d] / self.path_cap[s][d] } else { 0.0 };
-                u = u.max(c).max(p);
-                for &(l, _) in &self.links_of[s][d] {
-                    if self.link_cap[l] > 0.0 {
-                        u = u.max(links[l] / self.link_cap[l]);
-                    }
-                }
+                u = u.max(utils[s][d]);
             }
         }
         u
@@ -421,11 +435,15 @@ mod tests {
         assert!(ll[s][d] - lq[s][d] - path_delay > 4.0 * SERVICE_NS, "{} vs {}", ll[s][d], lq[s][d]);
         assert!((ll[s2][d2] - lq[s2][d2]).abs() < 1e-9);
         assert!(
-            load.max_util(&vec![0.0; nn], &load.path, &load.link_loads(&load.path), &[1.0; 8], &{
-                let mut v = vec![0.0; nn];
-                v[d] = 1.0;
-                v
-            }) >= 0.89
+            LoadModel::max_on(
+                &load.path_utils(&vec![0.0; nn], &load.path, &load.link_loads(&load.path)),
+                &[1.0; 8],
+                &{
+                    let mut v = vec![0.0; nn];
+                    v[d] = 1.0;
+                    v
+                }
+            ) >= 0.89
         );
     }
 

@@ -1145,3 +1145,82 @@ fn every_layout_candidate_is_scored_in_every_cycle_even_before_any_chunk_is_judg
         }
     }
 }
+
+#[test]
+fn the_cycles_samples_count_in_their_time_bin_at_the_bins_rate() {
+    use super::bins::Bins;
+    use super::chunks::ChunkTable;
+    // 512 samples over the 1 s cycle: the first half from node 0's CPUs to chunk 0 (pages
+    // 0..511, on node 0), the second from node 1's to chunk 1 (pages 512.., on node 0 too).
+    let w = world(2048, 0);
+    let samples: Vec<Sample> = (0..512u64)
+        .map(|i| {
+            let (cpu, vpn) = if i < 256 { (0, i) } else { (4, 512 + i) };
+            Sample { time_ns: i * 1_000_000_000 / 512, ..sample(cpu, vpn) }
+        })
+        .collect();
+    let bins_of = |samples: &[Sample]| {
+        let mut t = ChunkTable::new(512);
+        let s = snap(&w, samples, 100);
+        t.ingest(&s, DECAY, 100);
+        let b = Bins::of(&t, &s, 100);
+        (t, b)
+    };
+    let (t, b) = bins_of(&samples);
+    let b = b.expect("enough samples for 8 bins, traffic that comes and goes");
+    assert_eq!(b.len(), 8);
+    // The mean over the bins is the cycle's rate: 512 samples x 100 events / 1 s.
+    let total: f64 = b.path.iter().flatten().flatten().sum();
+    assert!((total / 8.0 - 51_200.0).abs() < 1e-6, "{total}");
+    // Traffic that comes and goes keeps its bins (shrunk by the share of its variance that
+    // 64 samples a bin of Poisson noise would explain: 3%).
+    assert!(b.path[0][1][0] < 0.03 * b.path[0][0][0], "{:?}", b.path[0]);
+    assert!(b.path[7][0][0] < 0.03 * b.path[7][1][0], "{:?}", b.path[7]);
+    assert!((b.acc[7][0] - b.path[7][1][0] - b.path[7][0][0]).abs() < 1e-6);
+    let first = b.shares(t.get(ChunkKey { app: 0, chunk: 0 }));
+    assert!((first[..4].iter().sum::<f64>() - 1.0).abs() < 1e-9, "{first:?}");
+    let unseen = b.shares(t.get(ChunkKey { app: 0, chunk: 3 }));
+    assert!(unseen.iter().all(|x| (x - 0.125).abs() < 1e-12));
+    // Steady traffic (node 2's CPUs all along, 61 to 67 samples a bin: no more than noise
+    // varies) is priced on the mean alone.
+    let steady: Vec<Sample> = (0..512u64)
+        .map(|i| Sample { time_ns: i * 1_000_000_000 / 512 + (i % 7) * 9_000_000, ..sample(8, i) })
+        .collect();
+    assert!(bins_of(&steady).1.is_none());
+    // Too few samples for two bins, or one time for all: the cycle is one bin.
+    assert!(bins_of(&samples[..100]).1.is_none());
+    let still: Vec<Sample> = samples.iter().map(|x| Sample { time_ns: 5, ..*x }).collect();
+    assert!(bins_of(&still).1.is_none());
+}
+
+/// A chunk private to node 1 but accessed while node 1's memory is busy with shared data stays
+/// where it is; accessed while node 1 is idle, it goes home. The counts are the same; only when
+/// the samples were taken differs ([`bins`]).
+#[test]
+fn a_private_chunk_goes_home_when_its_home_is_idle_while_it_is_used() {
+    let mut w = world(2048, 0);
+    for v in 1024..2048u64 {
+        w.pages.insert(PageKey { app: 0, vpn: v }, NodeIdx(1));
+    }
+    w.regions[0].resident = vec![1024, 1024, 0, 0];
+    // Chunk 0 (on node 0) read by node 1's threads in the first half of the cycle; chunks 2
+    // and 3 (on node 1) read by every thread, in the same half or in the other.
+    let samples = |together: bool| -> Vec<Sample> {
+        let mut v: Vec<Sample> = (0..400u64)
+            .map(|i| Sample { time_ns: i * 500_000_000 / 400, ..sample(4 + (i % 4) as u32, (i * 37) % 512) })
+            .collect();
+        let t0 = if together { 0 } else { 500_000_000 };
+        v.extend((0..10_000u64).map(|i| Sample {
+            time_ns: t0 + i * 500_000_000 / 10_000,
+            ..sample((i % 16) as u32, 1024 + (i * 131) % 1024)
+        }));
+        v
+    };
+    let home = |together: bool| {
+        let mut p = Ptb::new(PtbParams::default());
+        let plans = run_cycles(&mut p, &w, &samples(together), 65_536, 3);
+        plans.iter().flat_map(|p| p.ranges.iter()).any(|r| r.start_vpn == 0 && r.op == RangeOp::MoveTo(NodeIdx(1)))
+    };
+    assert!(home(false), "node 1 idle while the chunk is read: it goes home");
+    assert!(!home(true), "node 1 busy while the chunk is read: it stays");
+}

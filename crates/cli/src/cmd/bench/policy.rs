@@ -174,7 +174,8 @@ fn synthesise(c: Case, seed: u64) -> Result<World> {
                 cpu: t.cpu,
                 addr: vpn * machine.page_size + rng.below(64) * 64,
                 kind: SampleKind::Load,
-                time_ns: 0,
+                // Over the 1 s cycle, as a driver delivers them.
+                time_ns: rng.below(1_000_000_000),
                 data_src: None,
                 latency_ns: None,
                 phys: None,
@@ -220,7 +221,8 @@ fn contiguous(c: Case, n: u64, machine: Machine, threads: Vec<ThreadState>, rng:
                 cpu: t.cpu,
                 addr: (HEAP_VPN + k) * machine.page_size + rng.below(64) * 64,
                 kind: SampleKind::Load,
-                time_ns: 0,
+                // Over the 100 ms cycle, as a driver delivers them.
+                time_ns: rng.below(100_000_000),
                 data_src: None,
                 latency_ns: None,
                 phys: None,
