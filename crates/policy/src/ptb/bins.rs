@@ -56,7 +56,7 @@ impl Clock {
             }
         }
         let n = (count / SAMPLES_PER_BIN).min(MAX_BINS);
-        (n >= 2 && hi > lo).then_some(Clock { n, lo, span: hi - lo })
+        (n >= 2 && hi > lo).then(|| Clock { n, lo, span: hi - lo })
     }
 
     /// The bin of a sample taken at `t` (ns).

@@ -1189,6 +1189,7 @@ fn the_cycles_samples_count_in_their_time_bin_at_the_bins_rate() {
     assert!(bins_of(&steady).1.is_none());
     // Too few samples for two bins, or one time for all: the cycle is one bin.
     assert!(bins_of(&samples[..100]).1.is_none());
+    assert!(bins_of(&[]).1.is_none());
     let still: Vec<Sample> = samples.iter().map(|x| Sample { time_ns: 5, ..*x }).collect();
     assert!(bins_of(&still).1.is_none());
 }
