@@ -93,6 +93,8 @@ pub struct CompiledPhase {
     /// Which app threads work in this phase.
     pub active: Vec<bool>,
     pub access: Vec<CompiledAccess>,
+    /// Some thread's pieces move with its progress through the phase: a `stream` window, or
+    /// `transposed` accesses following a pipeline's wavefront (a phase with `spin`).
     pub has_stream: bool,
     /// Work multiplier of each app thread (mean 1 over the app's threads; all 1 unless the
     /// phase gives `thread_work`).

@@ -43,18 +43,9 @@ pub struct Clock {
 }
 
 impl Clock {
-    /// The bins of `snap`'s samples from CPUs of the machine (`cpu_node`: node of each CPU,
-    /// `u16::MAX` for none): `None` with too few samples for two bins, or one time for all.
-    pub fn of(snap: &Snapshot, cpu_node: &[u16]) -> Option<Clock> {
-        let mut count = 0usize;
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for s in snap.samples {
-            if cpu_node.get(s.cpu.0 as usize).is_some_and(|&n| n != u16::MAX) {
-                count += 1;
-                lo = lo.min(s.time_ns);
-                hi = hi.max(s.time_ns);
-            }
-        }
+    /// The bins of a cycle's `count` samples (those from CPUs of the machine), taken from `lo`
+    /// to `hi` ns: `None` with too few samples for two bins, or one time for all.
+    pub fn of(count: usize, lo: u64, hi: u64) -> Option<Clock> {
         let n = (count / SAMPLES_PER_BIN).min(MAX_BINS);
         (n >= 2 && hi > lo).then(|| Clock { n, lo, span: hi - lo })
     }

@@ -305,9 +305,13 @@ impl ChunkTable {
         // barrier) keeps more of what was seen of it. Else a node silent for a cycle would make
         // data every node reads look like the other nodes' own.
         let (mut seen, threads) = (vec![0.0f64; nn], super::threads_per_node(snap));
+        // The same pass finds the span of the samples' times for the time bins.
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
         for s in snap.samples {
             if let Some(&n) = cpu_node.get(s.cpu.0 as usize).filter(|&&n| n != u16::MAX) {
                 seen[n as usize] += 1.0;
+                lo = lo.min(s.time_ns);
+                hi = hi.max(s.time_ns);
             }
         }
         let per_thread = |n: usize| if threads[n] > 0.0 { seen[n] / threads[n] } else { 0.0 };
@@ -335,7 +339,7 @@ impl ChunkTable {
             c.by_home.iter_mut().for_each(|x| *x *= d);
             c.bins = [0.0; super::bins::MAX_BINS];
         }
-        let bins = super::bins::Clock::of(snap, &cpu_node);
+        let bins = super::bins::Clock::of(seen.iter().sum::<f64>() as usize, lo, hi);
         let mut per_bin = vec![vec![vec![0.0; nn]; nn]; bins.map_or(0, |b| b.n)];
         self.first_seen.clear();
         let mut traffic = vec![vec![0.0; nn]; nn];
