@@ -48,6 +48,12 @@ type Candidate = (usize, u8, u8);
 /// none, through a spill beside the program's own controllers, to all of it.
 pub const WIDE_SHARES: [u8; 4] = [0, 15, 30, 100];
 
+/// How far a candidate layout is from the one in force: nodes first, then the shared data's
+/// spread, then the home share.
+fn change(c: Candidate, cur: Candidate) -> (usize, u8, u8) {
+    (c.0.abs_diff(cur.0), c.1.abs_diff(cur.1), c.2.abs_diff(cur.2))
+}
+
 /// What ptb keeps about each program's layout.
 #[derive(Clone, Debug, Default)]
 pub struct AppLayout {
@@ -367,7 +373,12 @@ impl Ptb {
                     n_threads,
                 );
                 let net = n_threads as f64 * 1e9 * (1.0 - (-sc).exp()) * residency - self.p.payback * cost;
-                if net > 0.0 && pick.is_none_or(|p| net > p.1 * (1.0 + 1e-9)) {
+                // Candidates the model cannot tell apart (a home share while no chunk is known
+                // to be private) keep what is in force: of equal ones, the nearest to it.
+                let better = |p: &(Candidate, f64)| {
+                    net > p.1 * (1.0 + 1e-9) || (net >= p.1 * (1.0 - 1e-9) && change(c, cur) < change(p.0, cur))
+                };
+                if net > 0.0 && pick.as_ref().is_none_or(better) {
                     pick = Some((c, net));
                 }
             }
