@@ -1119,6 +1119,18 @@ fn chunks_with_too_few_samples_to_judge_cost_a_layout_change_as_the_judged_ones_
     assert!((few / full - 1.0).abs() < 0.3, "{few} ns with six chunks unjudged against {full} ns");
 }
 
+/// The packed program's first decision when every thread reads all of its data alike (no chunk
+/// private).
+fn first_decision_on_shared_data() -> (Ptb, Plan) {
+    let (w, s) = packed_streaming_program();
+    let shared: Vec<Sample> =
+        s.iter().enumerate().map(|(k, x)| Sample { addr: ((k as u64 * 37) % (8 * 512)) * 4096 + 8, ..*x }).collect();
+    let mut p = Ptb::new(PtbParams::default());
+    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
+    let plan = p.decide(&snap(&w, &shared, 65536));
+    (p, plan)
+}
+
 #[test]
 fn every_layout_candidate_is_scored_in_every_cycle_even_before_any_chunk_is_judged_private() {
     // The scores are decayed means over cycles: a home share first scored in a later cycle
@@ -1126,12 +1138,7 @@ fn every_layout_candidate_is_scored_in_every_cycle_even_before_any_chunk_is_judg
     // first cycles' sparse evidence, and won on that alone (kmeans with 16 threads took 85%
     // at home where the same cycle's prediction favoured 100%). Every home share is scored
     // from the first cycle, all alike while no chunk is private.
-    let (w, s) = packed_streaming_program();
-    let shared: Vec<Sample> =
-        s.iter().enumerate().map(|(k, x)| Sample { addr: ((k as u64 * 37) % (8 * 512)) * 4096 + 8, ..*x }).collect();
-    let mut p = Ptb::new(PtbParams::default());
-    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
-    let plan = p.decide(&snap(&w, &shared, 65536));
+    let (p, plan) = first_decision_on_shared_data();
     assert!(plan.stats.contains_key("layout_nodes_app0"), "{:?}", plan.stats);
     let scores = &p.layout[&0].scores;
     let ks: std::collections::BTreeSet<usize> = scores.keys().map(|c| c.0).collect();
@@ -1233,12 +1240,7 @@ fn a_layout_change_made_before_any_chunk_is_private_keeps_the_home_share() {
     // the order it was tried in. SPECjbb's first layout, chosen while its heap was unjudged,
     // kept 40% at home; later predictions favoured 100% by 2.4%, under the switching margin, and
     // its private chunks stayed 60% away from their owners (8-node Opteron, seed 1, simulated).
-    let (w, s) = packed_streaming_program();
-    let shared: Vec<Sample> =
-        s.iter().enumerate().map(|(k, x)| Sample { addr: ((k as u64 * 37) % (8 * 512)) * 4096 + 8, ..*x }).collect();
-    let mut p = Ptb::new(PtbParams::default());
-    p.start(&StartContext { machine: &w.m, allowed: &w.allowed, threads: &w.threads });
-    let plan = p.decide(&snap(&w, &shared, 65536));
+    let (p, plan) = first_decision_on_shared_data();
     assert!(plan.stats.contains_key("layout_changed_app0"), "the scenario must change the layout: {:?}", plan.stats);
     assert_eq!(p.layout[&0].pct, 100, "{:?}", plan.stats);
 }
