@@ -259,8 +259,9 @@ impl Policy for Ptb {
             self.density.observe(snap, asked);
         }
         let mut plan = Plan::default();
+        let homes = chunks::homes_of(snap);
         if self.p.pin_threads {
-            plan.threads = self.pins.observe(snap, DECAY);
+            plan.threads = self.pins.observe_with(snap, &homes, DECAY);
         }
         let mem_nodes = snap.memory_nodes();
         if mem_nodes.len() < 2 || snap.threads.is_empty() {
@@ -268,7 +269,7 @@ impl Policy for Ptb {
             return plan;
         }
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
-        let traffic = self.table.ingest(snap, DECAY, period);
+        let traffic = self.table.ingest_with(snap, &homes, DECAY, period);
         let demand = model::demand(snap, &traffic, period);
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);

@@ -184,6 +184,31 @@ impl ChunkState {
 }
 
 /// Dense node index of every CPU id (u16::MAX for ids that are no CPU of the machine).
+/// The node of every sample's page (in the order of `snap.samples`; `None` where the page's
+/// node is not known or names no node of the machine), looked up once a cycle for everything
+/// that reads it: the page table is the largest structure a cycle reads (a million pages at
+/// the bench's goal case), and each lookup is a cache miss. Consecutive samples of one page
+/// (a thread's ring holds its samples in order) share one lookup.
+pub fn homes_of(snap: &Snapshot) -> Vec<Option<NodeIdx>> {
+    let shift = snap.machine.page_size.trailing_zeros();
+    let nn = snap.machine.n_nodes();
+    let mut last: Option<(ptb_profile::PageKey, Option<NodeIdx>)> = None;
+    snap.samples
+        .iter()
+        .map(|s| {
+            let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
+            match last {
+                Some((p, h)) if p == page => h,
+                _ => {
+                    let h = snap.pages.get(page).filter(|h| h.ix() < nn);
+                    last = Some((page, h));
+                    h
+                }
+            }
+        })
+        .collect()
+}
+
 pub fn cpu_to_node(m: &ptb_topology::Machine) -> Vec<u16> {
     let max_cpu = m.cpus().last().map_or(0, |c| c.0 as usize);
     let mut v = vec![u16::MAX; max_cpu + 1];
@@ -295,7 +320,19 @@ impl ChunkTable {
     /// Returns the sampled traffic matrix: samples from threads on node s (row) to pages on
     /// node d (column); pages of unknown location count on the thread's node. One pass over
     /// the samples does both.
+    #[cfg(test)]
     pub fn ingest(&mut self, snap: &Snapshot, decay: f64, period: u64) -> Vec<Vec<f64>> {
+        self.ingest_with(snap, &homes_of(snap), decay, period)
+    }
+
+    /// [`Self::ingest`] with the node of every sample's page already looked up ([`homes_of`]).
+    pub fn ingest_with(
+        &mut self,
+        snap: &Snapshot,
+        homes: &[Option<NodeIdx>],
+        decay: f64,
+        period: u64,
+    ) -> Vec<Vec<f64>> {
         let m = snap.machine;
         let nn = m.n_nodes();
         let cpu_node = cpu_to_node(m);
@@ -344,14 +381,12 @@ impl ChunkTable {
         self.first_seen.clear();
         let mut traffic = vec![vec![0.0; nn]; nn];
         let shift = m.page_size.trailing_zeros();
-        for s in snap.samples {
+        for (s, &home) in snap.samples.iter().zip(homes) {
             let Some(&src) = cpu_node.get(s.cpu.0 as usize) else { continue };
             if src == u16::MAX {
                 continue;
             }
-            let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
-            let key = ChunkKey { app: s.app, chunk: page.vpn / self.chunk_pages };
-            let home = snap.pages.get(page);
+            let key = ChunkKey { app: s.app, chunk: (s.addr >> shift) / self.chunk_pages };
             let dst = home.map_or(src as usize, |h| h.ix());
             traffic[src as usize][dst] += 1.0;
             let bin = bins.map(|b| b.bin(s.time_ns));

@@ -1244,3 +1244,32 @@ fn a_layout_change_made_before_any_chunk_is_private_keeps_the_home_share() {
     assert!(plan.stats.contains_key("layout_changed_app0"), "the scenario must change the layout: {:?}", plan.stats);
     assert_eq!(p.layout[&0].pct, 100, "{:?}", plan.stats);
 }
+
+/// A page table that counts its lookups.
+struct Counting<'a>(&'a PageLocations, std::cell::Cell<usize>);
+
+impl crate::snapshot::PageLookup for Counting<'_> {
+    fn get(&self, p: PageKey) -> Option<NodeIdx> {
+        self.1.set(self.1.get() + 1);
+        self.0.get(p)
+    }
+}
+
+#[test]
+fn each_run_of_samples_on_one_page_is_looked_up_once_and_nodes_outside_the_machine_are_unknown() {
+    let mut w = world(8, 2);
+    // Page 5 names a node the 4-node machine does not have; page 9 is not in the table.
+    w.pages.insert(PageKey { app: 0, vpn: 5 }, NodeIdx(7));
+    let samples = [sample(0, 1), sample(0, 1), sample(0, 1), sample(1, 5), sample(1, 9), sample(2, 1)];
+    let table = Counting(&w.pages, std::cell::Cell::new(0));
+    let s = Snapshot { pages: &table, ..snap(&w, &samples, 8192) };
+    let homes = super::chunks::homes_of(&s);
+    assert_eq!(homes, vec![Some(NodeIdx(2)), Some(NodeIdx(2)), Some(NodeIdx(2)), None, None, Some(NodeIdx(2))]);
+    // Runs: page 1 (three samples), 5, 9, 1 again.
+    assert_eq!(table.1.get(), 4);
+    // The table and the thread pins read the same homes as when each looks its pages up itself.
+    let (mut a, mut b) = (Ptb::new(PtbParams::default()), Ptb::new(PtbParams::default()));
+    let s2 = snap(&w, &samples, 8192);
+    assert_eq!(a.table.ingest(&s2, DECAY, 8192), b.table.ingest_with(&s2, &homes, DECAY, 8192));
+    assert_eq!(a.pins.observe(&s2, DECAY), b.pins.observe_with(&s2, &homes, DECAY));
+}

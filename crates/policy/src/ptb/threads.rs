@@ -205,7 +205,14 @@ impl ThreadPins {
     /// Forget threads that are gone, pin the threads not seen before (see the module docs) and
     /// record where the cycle's samples found each thread's data (`decay`: weight of the
     /// earlier cycles).
+    #[cfg(test)]
     pub fn observe(&mut self, snap: &Snapshot, decay: f64) -> Vec<ThreadMove> {
+        self.observe_with(snap, &super::chunks::homes_of(snap), decay)
+    }
+
+    /// [`Self::observe`] with the node of every sample's page already looked up
+    /// ([`super::chunks::homes_of`]).
+    pub fn observe_with(&mut self, snap: &Snapshot, homes: &[Option<NodeIdx>], decay: f64) -> Vec<ThreadMove> {
         let live: std::collections::BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
         self.node.retain(|t, _| live.contains(t));
         self.data.retain(|t, _| live.contains(t));
@@ -240,17 +247,15 @@ impl ThreadPins {
         for v in self.data.values_mut() {
             v.iter_mut().for_each(|x| *x *= decay);
         }
-        let shift = snap.machine.page_size.trailing_zeros();
         // Samples come thread after thread (a ring per thread): one lookup of the thread per run.
+        let mut at = 0;
         for run in snap.samples.chunk_by(|a, b| a.tid == b.tid) {
-            let tid = run[0].tid;
+            let (tid, from) = (run[0].tid, at);
+            at += run.len();
             if !self.node.contains_key(&tid) {
                 continue;
             }
-            let mut homes = run.iter().filter_map(|s| {
-                let page = ptb_profile::PageKey { app: s.app, vpn: s.addr >> shift };
-                snap.pages.get(page).filter(|h| h.ix() < nn)
-            });
+            let mut homes = homes[from..at.min(homes.len())].iter().filter_map(|h| *h);
             let Some(first) = homes.next() else { continue };
             let row = self.data.entry(tid).or_insert_with(|| vec![0.0; nn]);
             // One at a time, as the counts have always been added (the same sums to the bit).

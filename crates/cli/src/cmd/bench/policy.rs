@@ -198,13 +198,14 @@ const HEAP_VPN: u64 = 0x7f00_0000;
 fn contiguous(c: Case, n: u64, machine: Machine, threads: Vec<ThreadState>, rng: &mut Rng) -> World {
     let n_nodes = machine.n_nodes();
     let group = (c.threads / 8).max(1);
-    let mut pages = PageLocations::new();
     let mut resident = vec![0u64; n_nodes];
-    for k in 0..c.pages {
-        let node = rng.below(n_nodes as u64) as usize;
-        resident[node] += 1;
-        pages.insert(PageKey { app: 1, vpn: HEAP_VPN + k }, ptb_topology::NodeIdx(node as u16));
-    }
+    let node_of: Vec<u8> = (0..c.pages)
+        .map(|_| {
+            let node = rng.below(n_nodes as u64) as usize;
+            resident[node] += 1;
+            node as u8
+        })
+        .collect();
     let samples = (0..n)
         .map(|_| {
             let k = rng.below(c.pages);
@@ -232,6 +233,14 @@ fn contiguous(c: Case, n: u64, machine: Machine, threads: Vec<ThreadState>, rng:
     // Thread after thread, as the drivers deliver them.
     let mut samples = samples;
     samples.sort_by_key(|s| s.tid);
+    // The nodes of the sampled pages, as the daemon's snapshot holds them (it asks
+    // `move_pages` for the pages sampled in the cycle, `ptb_linux::observe::page_locations`),
+    // not of every page of the object.
+    let mut pages = PageLocations::new();
+    for s in &samples {
+        let vpn = s.addr / machine.page_size;
+        pages.insert(PageKey { app: 1, vpn }, ptb_topology::NodeIdx(u16::from(node_of[(vpn - HEAP_VPN) as usize])));
+    }
     let regions = vec![ptb_policy::Region {
         app: 1,
         start_vpn: HEAP_VPN,
