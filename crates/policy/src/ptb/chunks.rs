@@ -245,7 +245,7 @@ pub struct ChunkTable {
     /// the count from threads on node s (row) to pages on node d (column); `None` with too few
     /// samples for two bins.
     pub cycle_bins: Option<Vec<Vec<Vec<f64>>>>,
-    map: HashMap<ChunkKey, ChunkState, ptb_profile::histogram::FxBuild>,
+    map: HashMap<ChunkKey, Box<ChunkState>, ptb_profile::histogram::FxBuild>,
     /// Chunks ptb moved ahead of a sweep before any sample of them ([`super::sweep`]): the
     /// target and the shares it put their pages on, handed to the chunk when it is first seen
     /// (where they were before is in `origins`).
@@ -398,7 +398,7 @@ impl ChunkTable {
                 if faded.is_empty() || !faded.remove(&key) {
                     first_seen.push(key);
                 }
-                let mut c = ChunkState::new(nn, decay);
+                let mut c = Box::new(ChunkState::new(nn, decay));
                 if let Some((t, to)) = if ahead.is_empty() { None } else { ahead.remove(&key) } {
                     c.placed = Some(t);
                     c.moved_to = Some(to);
@@ -491,7 +491,7 @@ impl ChunkTable {
         for (k, c) in self.map.iter_mut() {
             if k.app == app {
                 let nn = c.by_src.len();
-                *c = ChunkState {
+                **c = ChunkState {
                     by_home: std::mem::take(&mut c.by_home),
                     moved_to: c.moved_to.take(),
                     ..ChunkState::new(nn, c.decay)
@@ -514,15 +514,15 @@ impl ChunkTable {
 
     /// Every chunk's state, in no particular order.
     pub fn states(&self) -> impl Iterator<Item = &ChunkState> {
-        self.map.values()
+        self.map.values().map(|c| &**c)
     }
 
     pub fn get(&self, k: ChunkKey) -> Option<&ChunkState> {
-        self.map.get(&k)
+        self.map.get(&k).map(|c| &**c)
     }
 
     pub fn get_mut(&mut self, k: ChunkKey) -> Option<&mut ChunkState> {
-        self.map.get_mut(&k)
+        self.map.get_mut(&k).map(|c| &mut **c)
     }
 
     /// The chunk's page range clipped to the region that holds it (None: not in a region).

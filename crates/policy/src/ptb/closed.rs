@@ -19,7 +19,7 @@
 //! where a controller, path or link would carry more than its capacity. A controller or link
 //! adds the load model's queueing delay ([`super::model::queue_ns`]).
 
-use super::model::LoadModel;
+use super::model::{queue_ns, LoadModel};
 
 const ITERATIONS: usize = 80;
 const DAMPING: f64 = 0.3;
@@ -101,13 +101,33 @@ impl<'a> Closed<'a> {
         let nn = shape.len();
         let path_of =
             |x: &[f64]| -> Vec<Vec<f64>> { (0..nn).map(|s| shape[s].iter().map(|f| f * x[s]).collect()).collect() };
+        // The iterations reuse their buffers (a layout scores about a hundred candidates a
+        // cycle, each iterated ITERATIONS times): the same sums as `latencies`, in the same
+        // order, without a matrix allocated per iteration.
+        let mut path = vec![vec![0.0; nn]; nn];
+        let (mut ctrl, mut row) = (vec![0.0; nn], vec![0.0; nn]);
+        let mut delay = vec![0.0; m.link_cap.len()];
         for _ in 0..ITERATIONS {
-            let lat = latencies(m, &path_of(&x));
+            for (p, (sh, xs)) in path.iter_mut().zip(shape.iter().zip(&x)) {
+                p.iter_mut().zip(sh).for_each(|(p, f)| *p = f * xs);
+            }
+            for (d, c) in ctrl.iter_mut().enumerate() {
+                *c = queue_ns(path.iter().map(|r| r[d]).sum(), m.cap[d]);
+            }
+            let links = m.link_loads(&path);
+            for ((q, a), c) in delay.iter_mut().zip(&links).zip(&m.link_cap) {
+                *q = queue_ns(*a, *c);
+            }
             for s in 0..nn {
                 if x[s] <= 0.0 {
                     continue;
                 }
-                let l = mean(&shape[s], &lat[s]);
+                for (d, r) in row.iter_mut().enumerate() {
+                    *r = m.idle[s][d]
+                        + ctrl[d]
+                        + m.links_of[s][d].iter().map(|&(l, share)| share * delay[l]).sum::<f64>();
+                }
+                let l = mean(&shape[s], &row);
                 let want = threads[s] * 1e9 / (compute_ns[s] + l / mlp_of(mlp, s)).max(1e-3);
                 x[s] += DAMPING * (want - x[s]);
             }
