@@ -61,15 +61,22 @@ fn world(
 ) -> World {
     let m = machine(which);
     let cpus = m.cpus();
+    // Every fifth thread last ran on a CPU the machine file does not name (a file that
+    // describes fewer CPUs than the server has): the daemon reports it on node 0, group 0.
     let threads: Vec<ThreadState> = (0..n_threads)
         .map(|i| {
-            let cpu = cpus[(i * 7) % cpus.len()];
+            let (cpu, node, group) = if i % 5 == 4 {
+                (CpuId(cpus.len() as u32 + i as u32), NodeIdx(0), ptb_topology::GroupIdx(0))
+            } else {
+                let cpu = cpus[(i * 7) % cpus.len()];
+                (cpu, m.node_of_cpu(cpu).expect("cpu of the machine"), m.group_of_cpu(cpu).expect("cpu of the machine"))
+            };
             ThreadState {
                 tid: 1000 + i as u32,
                 app: (i % usize::from(apps.max(1))) as u32,
                 cpu,
-                node: m.node_of_cpu(cpu).expect("cpu of the machine"),
-                group: m.group_of_cpu(cpu).expect("cpu of the machine"),
+                node,
+                group,
                 affinity: None,
             }
         })
