@@ -130,12 +130,8 @@ fn world(
         }
     }
     let free = m.nodes.iter().map(|n| n.memory_bytes / 2).collect();
-    let thread_cpu = threads
-        .iter()
-        .zip(cpu_s.iter().cycle())
-        .map(|(t, &c)| (t.tid, c))
-        .take(if cpu_s.is_empty() { 0 } else { n_threads })
-        .collect();
+    // Empty when no CPU times are given (a driver that reports none).
+    let thread_cpu = threads.iter().zip(cpu_s.iter().cycle()).map(|(t, &c)| (t.tid, c)).collect();
     World { m, threads, samples, pages, regions, free, thread_cpu }
 }
 

@@ -183,7 +183,6 @@ impl ChunkState {
     }
 }
 
-/// Dense node index of every CPU id (u16::MAX for ids that are no CPU of the machine).
 /// The node of every sample's page (in the order of `snap.samples`; `None` where the page's
 /// node is not known or names no node of the machine), looked up once a cycle for everything
 /// that reads it: the page table is the largest structure a cycle reads (a million pages at
@@ -209,6 +208,7 @@ pub fn homes_of(snap: &Snapshot) -> Vec<Option<NodeIdx>> {
         .collect()
 }
 
+/// Dense node index of every CPU id (u16::MAX for ids that are no CPU of the machine).
 pub fn cpu_to_node(m: &ptb_topology::Machine) -> Vec<u16> {
     let max_cpu = m.cpus().last().map_or(0, |c| c.0 as usize);
     let mut v = vec![u16::MAX; max_cpu + 1];

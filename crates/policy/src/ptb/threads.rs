@@ -255,7 +255,7 @@ impl ThreadPins {
             if !self.node.contains_key(&tid) {
                 continue;
             }
-            let mut homes = homes[from..at.min(homes.len())].iter().filter_map(|h| *h);
+            let mut homes = homes.get(from..at).unwrap_or_default().iter().filter_map(|h| *h);
             let Some(first) = homes.next() else { continue };
             let row = self.data.entry(tid).or_insert_with(|| vec![0.0; nn]);
             // One at a time, as the counts have always been added (the same sums to the bit).
