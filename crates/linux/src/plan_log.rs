@@ -108,7 +108,9 @@ fn line(
     journal: Option<&Journal>,
     dry_run: bool,
 ) -> Option<serde_json::Value> {
-    if plan.is_empty() && journal.is_none_or(|j| j.attempted.is_empty()) {
+    // An empty plan still moves pages when earlier failures are retried: base pages
+    // (`attempted`), whole huge pages (`huge`), or failures again (`failed`).
+    if plan.is_empty() && journal.is_none_or(|j| j.attempted.is_empty() && j.huge.is_empty() && j.failed.is_empty()) {
         return None;
     }
     // The real actuator's journal has the pages actually tried (ranges expanded, retries
@@ -237,5 +239,19 @@ mod tests {
     fn an_empty_plan_without_moves_tried_is_not_logged() {
         let m = ptb_topology::resolve("opteron6272-4n").unwrap();
         assert!(line(&m, 1, 0, &Plan::default(), &ApplyReport::default(), None, true).is_none());
+        assert!(line(&m, 1, 0, &Plan::default(), &ApplyReport::default(), Some(&Journal::default()), false).is_none());
+    }
+
+    #[test]
+    fn an_empty_plan_whose_retries_moved_or_failed_a_huge_page_is_logged() {
+        // Retries of earlier failures run under an empty plan: a huge page moved whole, or one
+        // that failed again, is a move the log must show (check-plans reads it).
+        let m = ptb_topology::resolve("opteron6272-4n").unwrap();
+        let moved = Journal { huge: vec![(7, 0x200, 2, 512)], ..Journal::default() };
+        let v = line(&m, 2, 0, &Plan::default(), &ApplyReport::default(), Some(&moved), false).unwrap();
+        assert_eq!(v["huge_moves"], serde_json::json!([[7, 512, 2, 512]]), "{v}");
+        let failed = Journal { failed: vec![(7, 0x200, "ENOENT".into())], ..Journal::default() };
+        let v = line(&m, 3, 0, &Plan::default(), &ApplyReport::default(), Some(&failed), false).unwrap();
+        assert_eq!(v["page_failures"], serde_json::json!([[7, 512, "ENOENT"]]), "{v}");
     }
 }

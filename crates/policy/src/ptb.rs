@@ -83,7 +83,7 @@ use crate::plan::{AllocPolicy, Plan, RangeAction, RangeOp, SamplingMode, Samplin
 use crate::snapshot::{Snapshot, StartContext};
 use crate::{Policy, PolicyError};
 use chunks::{ChunkKey, ChunkTable, Target};
-use ptb_profile::SampledEvent;
+use ptb_profile::{AppId, SampledEvent};
 use ptb_topology::NodeIdx;
 
 /// How far apart two placements of a chunk are: the share of its pages that would have to move
@@ -467,8 +467,9 @@ impl Ptb {
             stats.insert("home_pct".into(), f64::from(pct));
         }
         // Where a chunk's pages are now (sampled homes, else the region's residency).
-        let shares_now =
-            |c: &chunks::ChunkState, r: &chunks::Range| model::current_shares(c, &model::resident_shares(snap, r, nn));
+        let shares_now = |c: &chunks::ChunkState, app: AppId, r: &chunks::Range| {
+            model::current_shares(c, &model::resident_shares(snap, app, r, nn))
+        };
         let mut cands: Vec<Cand> = Vec::new();
         for key in keys {
             let range = self.table.range_of(key, snap.regions);
@@ -494,7 +495,7 @@ impl Ptb {
                 continue;
             }
             let Some(range) = range else { continue };
-            let from = shares_now(c, &range);
+            let from = shares_now(c, key.app, &range);
             let to = model::target_shares(want, weights.of(key.app), &weights.spill, nn);
             let off = share_distance(&from, &to);
             // The tolerance absorbs the noise of sampled homes ([`sampling_tolerance`]); where
@@ -536,7 +537,7 @@ impl Ptb {
                 let want = Target::Node(s.home, self.pct_of(s.key.app));
                 let from: Vec<f64> = match self.table.origin(s.front) {
                     Some(o) => o.iter().map(|&x| f64::from(x)).collect(),
-                    None => shares_now(f, &range),
+                    None => shares_now(f, s.key.app, &range),
                 };
                 let to = model::target_shares(want, weights.of(s.key.app), &weights.spill, nn);
                 let off = share_distance(&from, &to);
@@ -753,7 +754,8 @@ impl Ptb {
             .filter_map(|&key| {
                 let c = self.table.get(key)?;
                 let top = private_home(c, &self.p, mem_nodes)?;
-                let resident = || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, &r, nn));
+                let resident =
+                    || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, key.app, &r, nn));
                 let from = if c.by_home.iter().any(|&x| x > 0.0) { model::current_shares(c, &[]) } else { resident()? };
                 Some(home::Private { app: key.app, node: top, a: c.accesses_per_s(), src: c.src_shares(), from })
             })

@@ -525,13 +525,41 @@ impl ChunkTable {
         self.map.get_mut(&k).map(|c| &mut **c)
     }
 
-    /// The chunk's page range clipped to the region that holds it (None: not in a region).
+    /// The chunk's page range within its program's regions (None: in none of them). A mapping
+    /// split into pieces (by `mprotect` of part of it, or neighbouring mappings) covers the chunk
+    /// in pieces that meet end to end; the range spans the longest run of such pieces, so that a
+    /// move takes the whole chunk, not whichever piece comes first (a program that re-protects a
+    /// quarter of its buffer at a time had a 512-page chunk moved as 5 to 313 pages, whatever
+    /// its mappings were at that instant).
     pub fn range_of(&self, k: ChunkKey, regions: &[Region]) -> Option<Range> {
         let lo = k.chunk * self.chunk_pages;
         let hi = lo + self.chunk_pages;
-        let r = regions.iter().find(|r| r.app == k.app && r.start_vpn < hi && lo < r.start_vpn + r.npages)?;
-        let start = lo.max(r.start_vpn);
-        let end = hi.min(r.start_vpn + r.npages);
-        Some(Range { start_vpn: start, npages: end - start })
+        let mut pieces = regions
+            .iter()
+            .filter(|r| r.app == k.app && r.start_vpn < hi && lo < r.start_vpn.saturating_add(r.npages))
+            .map(|r| (lo.max(r.start_vpn), hi.min(r.start_vpn.saturating_add(r.npages))));
+        let first = pieces.next()?;
+        let rest: Vec<(u64, u64)> = pieces.collect();
+        if rest.is_empty() {
+            return Some(Range { start_vpn: first.0, npages: first.1 - first.0 });
+        }
+        let mut all = rest;
+        all.push(first);
+        all.sort_unstable();
+        let (mut best, mut run) = (all[0], all[0]);
+        for &(s, e) in &all[1..] {
+            if s <= run.1 {
+                run.1 = run.1.max(e);
+            } else {
+                run = (s, e);
+            }
+            if run.1 - run.0 > best.1 - best.0 {
+                best = run;
+            }
+        }
+        if run.1 - run.0 > best.1 - best.0 {
+            best = run;
+        }
+        Some(Range { start_vpn: best.0, npages: best.1 - best.0 })
     }
 }

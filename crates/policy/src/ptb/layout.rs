@@ -443,7 +443,7 @@ impl Ptb {
                 continue;
             }
             judged += r.npages as f64;
-            let from = model::current_shares(c, &model::resident_shares(snap, &r, nn));
+            let from = model::current_shares(c, &model::resident_shares(snap, app, &r, nn));
             let (now_t, new_t, stay) = match super::private_home(c, &self.p, mem_nodes).filter(|_| homes) {
                 Some(top) => {
                     let before = share(from_nodes, &q_from, top);

@@ -28,6 +28,7 @@
 
 use super::chunks::{normalise, ChunkState, Range, Target};
 use crate::snapshot::Snapshot;
+use ptb_profile::AppId;
 use ptb_topology::{Machine, NodeIdx};
 
 /// Estimated memory traffic this cycle.
@@ -104,13 +105,23 @@ pub fn idle_ns(m: &Machine, src: NodeIdx, dst: NodeIdx) -> f64 {
     from_lat.or_else(|| m.distance(src, dst).map(|d| d * 8.0)).unwrap_or(100.0)
 }
 
-/// Per-node residency shares of a chunk: from its sampled pages, else from its region.
-pub fn resident_shares(snap: &Snapshot, range: &Range, nn: usize) -> Vec<f64> {
-    let r = snap.regions.iter().find(|r| r.start_vpn <= range.start_vpn && range.start_vpn < r.start_vpn + r.npages);
-    match r {
-        Some(r) if r.resident.len() == nn => normalise(&r.resident.iter().map(|&x| x as f64).collect::<Vec<_>>()),
-        _ => vec![0.0; nn],
+/// Per-node residency shares of a chunk of `app` over `range`: the residency of the program's
+/// regions that hold the range, each in proportion to the part of it the range covers (other
+/// programs' regions may use the same addresses).
+pub fn resident_shares(snap: &Snapshot, app: AppId, range: &Range, nn: usize) -> Vec<f64> {
+    let end = range.start_vpn.saturating_add(range.npages);
+    let mut sum = vec![0.0; nn];
+    for r in snap.regions.iter().filter(|r| r.app == app && r.resident.len() == nn && r.npages > 0) {
+        let covered = end.min(r.start_vpn.saturating_add(r.npages)).saturating_sub(range.start_vpn.max(r.start_vpn));
+        if covered == 0 {
+            continue;
+        }
+        let part = covered as f64 / r.npages as f64;
+        for (s, &x) in sum.iter_mut().zip(&r.resident) {
+            *s += part * x as f64;
+        }
     }
+    normalise(&sum)
 }
 
 /// Node shares a target puts the chunk's pages on. At home `pct` of a chunk stays on its node

@@ -1273,3 +1273,47 @@ fn each_run_of_samples_on_one_page_is_looked_up_once_and_nodes_outside_the_machi
     assert_eq!(a.table.ingest(&s2, DECAY, 8192), b.table.ingest_with(&s2, &homes, DECAY, 8192));
     assert_eq!(a.pins.observe(&s2, DECAY), b.pins.observe_with(&s2, &homes, DECAY));
 }
+
+fn region(app: u32, start_vpn: u64, npages: u64, resident: Vec<u64>) -> Region {
+    Region { app, start_vpn, npages, name: "[anon]".into(), resident, huge: Default::default() }
+}
+
+#[test]
+fn a_chunk_over_a_mapping_split_in_pieces_moves_whole() {
+    // A 512-page chunk whose mapping `mprotect` cut into pieces that meet end to end (listed
+    // in any order, another program's region at the same addresses): the range is the whole
+    // chunk, not the first piece listed.
+    let t = super::chunks::ChunkTable::new(512);
+    let key = super::chunks::ChunkKey { app: 1, chunk: 2 };
+    let pieces = vec![
+        region(2, 0, 4096, vec![0, 9]),
+        region(1, 1024 + 300, 212, vec![0, 0]),
+        region(1, 1024 - 64, 64 + 100, vec![0, 0]),
+        region(1, 1024 + 100, 200, vec![0, 0]),
+    ];
+    let r = t.range_of(key, &pieces).unwrap();
+    assert_eq!((r.start_vpn, r.npages), (1024, 512));
+    // A gap: the longest run of pieces wins, clipped to the chunk.
+    let gap = vec![region(1, 1024, 100, vec![]), region(1, 1024 + 150, 400, vec![])];
+    let r = t.range_of(key, &gap).unwrap();
+    assert_eq!((r.start_vpn, r.npages), (1024 + 150, 362));
+    assert!(t.range_of(key, &[region(2, 1024, 512, vec![])]).is_none(), "another program's region");
+}
+
+#[test]
+fn resident_shares_read_the_programs_own_regions_over_the_range() {
+    let m = synthetic("nodes=2,cpus=2").unwrap();
+    let regions = vec![
+        region(2, 0, 1024, vec![0, 100]),   // another program at the same addresses
+        region(1, 0, 256, vec![256, 0]),    // half the range, on node 0
+        region(1, 256, 1024, vec![0, 512]), // a quarter of it in the range, on node 1
+    ];
+    let (threads, free) = (vec![], vec![1u64 << 30; 2]);
+    let allowed = m.all_nodes();
+    let pages = PageLocations::default();
+    let snap = Snapshot::new(&m, &allowed, &threads, &free).with_memory(&pages, &regions);
+    let range = super::chunks::Range { start_vpn: 0, npages: 512 };
+    let s = model::resident_shares(&snap, 1, &range, 2);
+    assert!((s[0] - 256.0 / 384.0).abs() < 1e-9 && (s[1] - 128.0 / 384.0).abs() < 1e-9, "{s:?}");
+    assert_eq!(model::resident_shares(&snap, 3, &range, 2), vec![0.0, 0.0], "no region of its own");
+}
