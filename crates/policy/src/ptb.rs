@@ -75,6 +75,8 @@ pub(crate) mod spread;
 mod sweep;
 mod threads;
 
+pub(crate) use chunks::chunk_range;
+pub(crate) use model::resident_shares_over;
 pub use params::{PtbParams, PARAMS};
 use params::{DECAY, HOME_CONFIRM, MIN_SAMPLES, QUICK_CYCLES, QUIET_AFTER, TOLERANCE};
 

@@ -369,8 +369,9 @@ impl PtbV1 {
             stats.insert("home_pct".into(), f64::from(pct));
         }
         // Where a chunk's pages are now (sampled homes, else the region's residency).
-        let shares_now =
-            |c: &chunks::ChunkState, r: &chunks::Range| model::current_shares(c, &model::resident_shares(snap, r, nn));
+        let shares_now = |c: &chunks::ChunkState, app: ptb_profile::AppId, r: &chunks::Range| {
+            model::current_shares(c, &model::resident_shares(snap, app, r, nn))
+        };
         let mut cands: Vec<Cand> = Vec::new();
         for key in keys {
             let range = self.table.range_of(key, snap.regions);
@@ -385,7 +386,7 @@ impl PtbV1 {
                 // the home-share model has seen the program anywhere but there: hedge. Not for
                 // data already at home (threads that first-touched their own slices).
                 Some(top) if homes && self.home.updates <= 1 && c.placed.is_none() => {
-                    from_now = range.as_ref().map(|r| shares_now(c, r));
+                    from_now = range.as_ref().map(|r| shares_now(c, key.app, r));
                     let off_hot_spot = from_now.as_ref().is_some_and(|from| from[top.ix()] < 0.5 && hot_spot(from));
                     Target::Node(top, if off_hot_spot { self.home.pct.min(first_home) } else { self.home.pct })
                 }
@@ -410,7 +411,7 @@ impl PtbV1 {
             if unconfirmed && p.urgent_s <= 0.0 {
                 continue;
             }
-            let from = from_now.unwrap_or_else(|| shares_now(c, &range));
+            let from = from_now.unwrap_or_else(|| shares_now(c, key.app, &range));
             let to = model::target_shares(want, &weights, nn);
             let off: f64 = from.iter().zip(&to).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0;
             if off <= p.tolerance {
@@ -515,7 +516,8 @@ impl PtbV1 {
             .filter_map(|&key| {
                 let c = self.table.get(key)?;
                 let top = private_home(c, &self.p, mem_nodes)?;
-                let resident = || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, &r, nn));
+                let resident =
+                    || self.table.range_of(key, snap.regions).map(|r| model::resident_shares(snap, key.app, &r, nn));
                 let from = if c.by_home.iter().any(|&x| x > 0.0) { model::current_shares(c, &[]) } else { resident()? };
                 Some(home::Private { node: top, a: c.accesses_per_s(period, snap.cycle), src: c.src_shares(), from })
             })

@@ -533,33 +533,34 @@ impl ChunkTable {
     /// its mappings were at that instant).
     pub fn range_of(&self, k: ChunkKey, regions: &[Region]) -> Option<Range> {
         let lo = k.chunk * self.chunk_pages;
-        let hi = lo + self.chunk_pages;
-        let mut pieces = regions
-            .iter()
-            .filter(|r| r.app == k.app && r.start_vpn < hi && lo < r.start_vpn.saturating_add(r.npages))
-            .map(|r| (lo.max(r.start_vpn), hi.min(r.start_vpn.saturating_add(r.npages))));
-        let first = pieces.next()?;
-        let rest: Vec<(u64, u64)> = pieces.collect();
-        if rest.is_empty() {
-            return Some(Range { start_vpn: first.0, npages: first.1 - first.0 });
-        }
-        let mut all = rest;
-        all.push(first);
-        all.sort_unstable();
-        let (mut best, mut run) = (all[0], all[0]);
-        for &(s, e) in &all[1..] {
-            if s <= run.1 {
-                run.1 = run.1.max(e);
-            } else {
-                run = (s, e);
-            }
-            if run.1 - run.0 > best.1 - best.0 {
-                best = run;
-            }
+        chunk_range(k.app, lo, lo + self.chunk_pages, regions).map(|(s, e)| Range { start_vpn: s, npages: e - s })
+    }
+}
+
+/// The part `[start, end)` of the pages `[lo, hi)` of program `app` that its regions hold: the
+/// longest run of the regions' pieces of it that meet end to end ([`ChunkTable::range_of`]).
+pub(crate) fn chunk_range(app: AppId, lo: u64, hi: u64, regions: &[Region]) -> Option<(u64, u64)> {
+    let mut pieces = regions
+        .iter()
+        .filter(|r| r.app == app && r.start_vpn < hi && lo < r.start_vpn.saturating_add(r.npages))
+        .map(|r| (lo.max(r.start_vpn), hi.min(r.start_vpn.saturating_add(r.npages))));
+    let first = pieces.next()?;
+    let mut all: Vec<(u64, u64)> = pieces.collect();
+    if all.is_empty() {
+        return Some(first);
+    }
+    all.push(first);
+    all.sort_unstable();
+    let (mut best, mut run) = (all[0], all[0]);
+    for &(s, e) in &all[1..] {
+        if s <= run.1 {
+            run.1 = run.1.max(e);
+        } else {
+            run = (s, e);
         }
         if run.1 - run.0 > best.1 - best.0 {
             best = run;
         }
-        Some(Range { start_vpn: best.0, npages: best.1 - best.0 })
     }
+    Some(best)
 }

@@ -109,10 +109,15 @@ pub fn idle_ns(m: &Machine, src: NodeIdx, dst: NodeIdx) -> f64 {
 /// regions that hold the range, each in proportion to the part of it the range covers (other
 /// programs' regions may use the same addresses).
 pub fn resident_shares(snap: &Snapshot, app: AppId, range: &Range, nn: usize) -> Vec<f64> {
-    let end = range.start_vpn.saturating_add(range.npages);
+    resident_shares_over(snap, app, range.start_vpn, range.npages, nn)
+}
+
+/// [`resident_shares`] over the `npages` pages from `start_vpn`.
+pub(crate) fn resident_shares_over(snap: &Snapshot, app: AppId, start_vpn: u64, npages: u64, nn: usize) -> Vec<f64> {
+    let end = start_vpn.saturating_add(npages);
     let mut sum = vec![0.0; nn];
     for r in snap.regions.iter().filter(|r| r.app == app && r.resident.len() == nn && r.npages > 0) {
-        let covered = end.min(r.start_vpn.saturating_add(r.npages)).saturating_sub(range.start_vpn.max(r.start_vpn));
+        let covered = end.min(r.start_vpn.saturating_add(r.npages)).saturating_sub(start_vpn.max(r.start_vpn));
         if covered == 0 {
             continue;
         }

@@ -297,13 +297,11 @@ impl ChunkTable {
         self.map.get_mut(&k)
     }
 
-    /// The chunk's page range clipped to the region that holds it (None: not in a region).
+    /// The chunk's page range within its program's regions (None: in none of them), over the
+    /// pieces of a mapping cut by `mprotect` ([`crate::ptb::chunk_range`]).
     pub fn range_of(&self, k: ChunkKey, regions: &[Region]) -> Option<Range> {
         let lo = k.chunk * self.chunk_pages;
-        let hi = lo + self.chunk_pages;
-        let r = regions.iter().find(|r| r.app == k.app && r.start_vpn < hi && lo < r.start_vpn + r.npages)?;
-        let start = lo.max(r.start_vpn);
-        let end = hi.min(r.start_vpn + r.npages);
-        Some(Range { start_vpn: start, npages: end - start })
+        crate::ptb::chunk_range(k.app, lo, lo + self.chunk_pages, regions)
+            .map(|(s, e)| Range { start_vpn: s, npages: e - s })
     }
 }

@@ -94,13 +94,10 @@ pub fn idle_ns(m: &Machine, src: NodeIdx, dst: NodeIdx) -> f64 {
     from_lat.or_else(|| m.distance(src, dst).map(|d| d * 8.0)).unwrap_or(100.0)
 }
 
-/// Per-node residency shares of a chunk: from its sampled pages, else from its region.
-pub fn resident_shares(snap: &Snapshot, range: &Range, nn: usize) -> Vec<f64> {
-    let r = snap.regions.iter().find(|r| r.start_vpn <= range.start_vpn && range.start_vpn < r.start_vpn + r.npages);
-    match r {
-        Some(r) if r.resident.len() == nn => normalise(&r.resident.iter().map(|&x| x as f64).collect::<Vec<_>>()),
-        _ => vec![0.0; nn],
-    }
+/// Per-node residency shares of a chunk of `app` over `range`, from the program's own regions
+/// ([`crate::ptb::resident_shares_over`]).
+pub fn resident_shares(snap: &Snapshot, app: ptb_profile::AppId, range: &Range, nn: usize) -> Vec<f64> {
+    crate::ptb::resident_shares_over(snap, app, range.start_vpn, range.npages, nn)
 }
 
 /// Node shares a target puts the chunk's pages on.
