@@ -480,6 +480,17 @@ impl Ptb {
             if c.total() < MIN_SAMPLES {
                 continue;
             }
+            // A move that did not take: where the chunk lies comes from its samples again, and
+            // it is planned anew, up to [`MOVE_TRIES`] times.
+            if c.move_failed() {
+                c.moved_to = None;
+                c.since_move = [0.0; 2];
+                *stats.entry("moves_not_taken".into()).or_default() += 1.0;
+                if c.failed_moves < MOVE_TRIES {
+                    c.failed_moves += 1;
+                    c.placed = None;
+                }
+            }
             // The evidence rule's verdict: private to a node, or shared. Shared is sure where the
             // samples rule a private user out, or where the node the chunk was surely private to
             // lost its hold (its users changed); else the verdict is open (too few samples to
@@ -685,6 +696,7 @@ impl Ptb {
                 if let Some(st) = self.table.get_mut(c.key) {
                     st.placed = Some(c.want);
                     st.moved_to = Some(to32);
+                    st.since_move = [0.0; 2];
                 }
                 self.table.note_origin(c.key, from32);
             }
@@ -867,6 +879,11 @@ fn sampling_tolerance(to: &[f64], n: f64) -> f64 {
         to.iter().map(|&p| (2.0 * p * (1.0 - p) / (std::f64::consts::PI * n)).max(0.0).sqrt()).sum::<f64>() / 2.0;
     (EVIDENCE_Z * expected).min(TOLERANCE)
 }
+
+/// Plans ptb makes again for a chunk whose move did not take ([`chunks::ChunkState::move_failed`]):
+/// the kernel may refuse a page for a while (under `PROT_NONE`, busy); one it keeps refusing
+/// stays where it is, as the Linux actuator gives a failed page up after three retries.
+const MOVE_TRIES: u8 = 3;
 
 /// The z of ptb's evidence rule: the Wilson bound of who uses a chunk ([`private_home`]) and the
 /// noise a chunk's sampled homes may show ([`sampling_tolerance`]).

@@ -54,6 +54,12 @@ pub struct ChunkState {
     /// Shares of the chunk's pages by node where ptb last moved it (known exactly, unlike the
     /// sampled homes); `None` until it moves one.
     pub moved_to: Option<Counts>,
+    /// Samples since ptb last moved the chunk whose page lay on a node the move put some of
+    /// the chunk on (`[0]`) or none of it (`[1]`): whether the move took
+    /// ([`ChunkState::move_failed`]).
+    pub since_move: [f32; 2],
+    /// Moves of the chunk that did not take, as its samples showed.
+    pub failed_moves: u8,
     /// The thread that sampled the chunk in the latest cycle when one thread alone did
     /// ([`super::sweep`]), else [`NO_TID`] or [`SEVERAL_TIDS`] (Linux tids stay below 2^22).
     sole: Tid,
@@ -91,6 +97,8 @@ impl ChunkState {
             by_home: smallvec::smallvec![0.0; nodes],
             placed: None,
             moved_to: None,
+            since_move: [0.0; 2],
+            failed_moves: 0,
             sole: NO_TID,
             last_want: None,
             last_sure: None,
@@ -170,6 +178,19 @@ impl ChunkState {
     pub fn residency_s(&self, now_s: f64, prior_s: f64) -> f64 {
         let first = if self.first_s.is_nan() { now_s } else { self.first_s };
         ((now_s - first).max(0.0) + prior_s) / (f64::from(self.changes) + 1.0)
+    }
+
+    /// Whether the chunk's samples since ptb moved it say the move did not take: most of them
+    /// (the Wilson lower bound of their share, one standard error) found their page on a node
+    /// the move put none of the chunk on. The kernel may refuse a move for a while or for good
+    /// (pages under `PROT_NONE` on Linux 6.1, pinned or busy pages, a full node) and the
+    /// actuator gives up after its retries; ptb's model of where the chunk lies would then be
+    /// wrong from that cycle on. Samples taken while the move was still being carried out count
+    /// against it, so a move that took shows at most that part of them.
+    pub fn move_failed(&self) -> bool {
+        let [on, off] = self.since_move.map(f64::from);
+        let n = on + off;
+        self.moved_to.is_some() && n > 0.0 && super::wilson_lower(off / n, n, super::EVIDENCE_Z) > 0.5
     }
 
     /// The thread that alone sampled the chunk in the latest cycle, if one did.
@@ -413,6 +434,9 @@ impl ChunkTable {
             c.sole = if c.sole == NO_TID || c.sole == s.tid { s.tid } else { SEVERAL_TIDS };
             if let Some(h) = home {
                 c.by_home[h.ix()] += 1.0;
+                if let Some(to) = &c.moved_to {
+                    c.since_move[usize::from(to.get(h.ix()).is_none_or(|&x| x <= 0.0))] += 1.0;
+                }
             }
         }
         self.cycle_bins = bins.map(|_| per_bin);

@@ -117,6 +117,34 @@ fn run_cycles(p: &mut Ptb, w: &World, samples: &[Sample], period: u64, n: usize)
     (0..n).map(|_| p.decide(&snap(w, samples, period))).collect()
 }
 
+/// Carry a plan's range moves out in the world's page table, as a kernel that refuses none:
+/// a weighted or interleaved range page by page in the pattern of its weights.
+fn carry_out(w: &mut World, plan: &Plan) {
+    for r in &plan.ranges {
+        let pattern: Vec<NodeIdx> = match &r.op {
+            RangeOp::MoveTo(n) => vec![*n],
+            RangeOp::Interleave(ns) => ns.clone(),
+            RangeOp::Weighted(ws) => ws.iter().flat_map(|(n, k)| std::iter::repeat_n(*n, *k as usize)).collect(),
+        };
+        for v in r.start_vpn..r.start_vpn + r.npages {
+            if let Some(n) = pattern.get((v % pattern.len().max(1) as u64) as usize) {
+                w.pages.insert(PageKey { app: r.app, vpn: v }, *n);
+            }
+        }
+    }
+}
+
+/// [`run_cycles`] in a world where every plan is carried out before the next cycle.
+fn run_cycles_carried_out(p: &mut Ptb, w: &mut World, samples: &[Sample], period: u64, n: usize) -> Vec<Plan> {
+    (0..n)
+        .map(|_| {
+            let plan = p.decide(&snap(w, samples, period));
+            carry_out(w, &plan);
+            plan
+        })
+        .collect()
+}
+
 /// IBS op and SPE tag every memory op, cache hits included: hits load no memory, so a program
 /// whose threads all hit one page in their caches (a flag they spin on, a small table) gets the
 /// plan its memory accesses alone would give.
@@ -265,7 +293,7 @@ fn quiet_mode_slows_sampling_and_identical_inputs_give_identical_plans() {
 
 #[test]
 fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
-    let w = world(2048, 0);
+    let mut w = world(2048, 0);
     let s = private_slices(200);
     let p = PtbParams::default();
     let mut ptb = Ptb::new(p.clone());
@@ -276,7 +304,7 @@ fn the_first_cycles_are_short_then_the_cycle_returns_to_normal() {
         SamplingMode::Address { event: SampledEvent::Misses, period: p.quick_period() },
         "denser samples at start"
     );
-    let plans = run_cycles(&mut ptb, &w, &s, 8192, QUICK_CYCLES as usize + 1);
+    let plans = run_cycles_carried_out(&mut ptb, &mut w, &s, 8192, QUICK_CYCLES as usize + 1);
     // The request changes to the normal cycle after the quick ones.
     let changes: Vec<(usize, Duration)> =
         plans.iter().enumerate().filter_map(|(i, x)| x.sampling.map(|r| (i, r.cycle))).collect();
@@ -964,7 +992,7 @@ fn moved_chunks(plan: &Plan) -> Vec<(u64, NodeIdx)> {
 /// on CPU `t`, node `t / 4`, owns chunks `4t..4t+3`.
 #[test]
 fn the_chunks_ahead_of_a_sweep_move_with_the_ones_it_swept() {
-    let w = world(64 * 512, 0);
+    let mut w = world(64 * 512, 0);
     let s = sweep_samples(|t| vec![4 * t, 4 * t + 1], 40);
     let mut p = Ptb::new(PtbParams::default());
     let plan = p.decide(&snap(&w, &s, 65536));
@@ -978,6 +1006,7 @@ fn the_chunks_ahead_of_a_sweep_move_with_the_ones_it_swept() {
     assert_eq!(plan.stats.get("moves_ahead"), Some(&24.0), "{:?}", plan.stats);
     assert!(moved.iter().all(|(c, _)| *c >= 16), "node 0's slices are home: {moved:?}");
     validate_plan(&plan, &snap(&w, &s, 65536)).unwrap();
+    carry_out(&mut w, &plan);
     // Reached by the sweep, the chunks moved ahead are where they should be: nothing moves.
     let rest = sweep_samples(|t| vec![4 * t + 2, 4 * t + 3], 40);
     let plan = p.decide(&snap(&w, &rest, 65536));
@@ -1316,4 +1345,35 @@ fn resident_shares_read_the_programs_own_regions_over_the_range() {
     let s = model::resident_shares(&snap, 1, &range, 2);
     assert!((s[0] - 256.0 / 384.0).abs() < 1e-9 && (s[1] - 128.0 / 384.0).abs() < 1e-9, "{s:?}");
     assert_eq!(model::resident_shares(&snap, 3, &range, 2), vec![0.0, 0.0], "no region of its own");
+}
+
+#[test]
+fn a_move_that_did_not_take_is_planned_again_a_few_times() {
+    // Private slices first touched on node 0; the kernel refuses every move (the pages stay on
+    // node 0, as the samples' homes show): each chunk is planned anew while its samples say the
+    // move did not take, `MOVE_TRIES` times more, then left where it is.
+    let w = world(2048, 0);
+    let s = private_slices(200);
+    let mut p = Ptb::new(PtbParams::default());
+    let plans = run_cycles(&mut p, &w, &s, 8192, 16);
+    let planned = |plans: &[Plan], chunk: u64| {
+        plans.iter().filter(|p| p.ranges.iter().any(|r| r.start_vpn == chunk * 512)).count()
+    };
+    for chunk in 1..4u64 {
+        assert_eq!(planned(&plans, chunk), 1 + usize::from(MOVE_TRIES), "chunk {chunk}");
+    }
+    assert!(plans.iter().any(|p| p.stats.contains_key("moves_not_taken")));
+    // Moves that take (the pages where the plan put them) are planned once.
+    let mut w = world(2048, 0);
+    let mut p = Ptb::new(PtbParams::default());
+    let mut plans = Vec::new();
+    for _ in 0..16 {
+        let plan = p.decide(&snap(&w, &s, 8192));
+        carry_out(&mut w, &plan);
+        plans.push(plan);
+    }
+    for chunk in 1..4u64 {
+        assert_eq!(planned(&plans, chunk), 1, "chunk {chunk}");
+    }
+    assert!(!plans.iter().any(|p| p.stats.contains_key("moves_not_taken")));
 }
