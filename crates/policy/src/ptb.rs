@@ -456,6 +456,15 @@ impl Ptb {
             /// Not yet seen: ahead of a sweep ([`sweep`]). Its accesses are the sweep's, which
             /// the loads already count where the sweep is now.
             ahead: bool,
+            /// The node of the thread making most of its accesses, and that thread's share.
+            owner: Option<(usize, f64)>,
+        }
+        // Each thread's node, and each program's threads.
+        let thread_node: std::collections::HashMap<ptb_profile::Tid, usize> =
+            snap.threads.iter().rev().map(|t| (t.tid, t.node.ix())).collect();
+        let mut app_threads: std::collections::BTreeMap<AppId, f64> = std::collections::BTreeMap::new();
+        for t in snap.threads {
+            *app_threads.entry(t.app).or_default() += 1.0;
         }
         let keys = self.table.keys_by_weight(MIN_SAMPLES);
         if homes && weights.per_app.is_none() {
@@ -524,6 +533,7 @@ impl Ptb {
                 c.placed = Some(want); // already there
                 continue;
             }
+            let owner = c.owner().and_then(|(tid, share)| thread_node.get(&tid).map(|&n| (n, share)));
             cands.push(Cand {
                 key,
                 range,
@@ -533,6 +543,7 @@ impl Ptb {
                 from,
                 residency_s,
                 ahead: false,
+                owner,
             });
         }
         // Chunks a sweep has not reached yet: priced like the chunks it just swept (whose loads
@@ -566,6 +577,7 @@ impl Ptb {
                     from,
                     residency_s: f.residency_s(now_s, p.horizon_s),
                     ahead: true,
+                    owner: None,
                 });
             }
         }
@@ -676,7 +688,29 @@ impl Ptb {
                     .sum(),
                 None => saving(now, later),
             };
-            let saving_ns_per_s = c.a * per_access / self.mlp.mlp(c.key.app);
+            let mlp = self.mlp.mlp(c.key.app);
+            let mut saving_ns_per_s = c.a * per_access / mlp;
+            // The owner's accesses: a loss that falls on one thread holds the whole program back
+            // once it exceeds the spread of its threads' times (they meet at barriers). The
+            // thread making most of the chunk's accesses is priced on its own: at the full
+            // loaded latency (the distance slows that thread whatever queue the move relieves),
+            // weighted as much as it then sets the program's pace
+            // ([`pace::one_thread_loss_weight`]), in place of the share of its node's pricing
+            // above. Priced as its node's mean, at the queueing alone where the path is busy,
+            // spreading one of a thread's three chunks over eight nodes to relieve its local
+            // path looked like a gain, and NPB SP's owner threads became the ones every
+            // barrier waited for.
+            if let Some((s, share)) = c.owner {
+                let mean = |lat: &[Vec<f64>], to: &[f64]| -> f64 { to.iter().zip(&lat[s]).map(|(f, l)| f * l).sum() };
+                let (own, dl) = (c.a * share, mean(&lat_after, &to) - mean(&lat_now, &c.from));
+                if dl > 0.0 {
+                    let n = app_threads.get(&c.key.app).copied().unwrap_or(1.0);
+                    let w_s = pace.of(c.key.app).and_then(|w| w.get(s)).copied().unwrap_or(1.0);
+                    let w_t = pace::one_thread_loss_weight(n, own * dl / mlp / 1e9);
+                    let counted = mean(later, &to) - mean(now, &c.from);
+                    saving_ns_per_s -= (w_t * dl - w_s * counted) * own / mlp;
+                }
+            }
             let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
             if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
                 continue;

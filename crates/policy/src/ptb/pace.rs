@@ -265,6 +265,37 @@ fn slowest_probabilities(est: &[(f64, f64)]) -> Vec<f64> {
     }
 }
 
+/// The weight of a loss that falls on one thread of a program's `n` threads, whose time per
+/// access it raises by the share `r`: `n` times the probability that this thread then sets the
+/// program's pace, averaged along the way from no loss to all of it (as the node weights are).
+/// Every thread's time carries the [`IMBALANCE`] spread; with the others alike, the thread
+/// slowed by `d` spreads is the slowest with probability `integral of phi(x) Phi(x + d)^(n - 1)
+/// dx` (1 / n for no loss). So the weight is 1 for no loss (each thread sets the pace alike,
+/// the plain mean) and near `n` for a loss well above the spread (the whole program waits for
+/// that thread at every barrier).
+pub fn one_thread_loss_weight(n: f64, r: f64) -> f64 {
+    if n <= 1.0 || r <= 0.0 || !r.is_finite() {
+        return 1.0;
+    }
+    // The integral by the midpoint rule over +-6 standard deviations.
+    const STEPS: usize = 60;
+    const SPAN: f64 = 6.0;
+    let h = 2.0 * SPAN / STEPS as f64;
+    let mut p = 0.0;
+    for k in 0..PATH_STEPS {
+        let d = r * (k as f64 + 0.5) / PATH_STEPS as f64 / IMBALANCE;
+        let slowest: f64 = (0..STEPS)
+            .map(|i| {
+                let x = -SPAN + (i as f64 + 0.5) * h;
+                let density = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+                density * ((n - 1.0) * normal_cdf(x + d).max(1e-300).ln()).exp() * h
+            })
+            .sum();
+        p += slowest / PATH_STEPS as f64;
+    }
+    (n * p).clamp(1.0, n)
+}
+
 /// Standard normal distribution function (Abramowitz and Stegun 7.1.26, error under 1.5e-7).
 fn normal_cdf(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
@@ -366,6 +397,21 @@ mod tests {
         let moved = BTreeMap::from([(app, vec![16.0, 0.0])]);
         steady.observe(&moved, &cycle(100.0, 0.0));
         assert!(steady.weights(&moved, &[0.0; 2], &BTreeMap::new()).of(app).is_none());
+    }
+
+    #[test]
+    fn a_loss_on_one_thread_weighs_as_much_as_it_holds_the_program_back() {
+        // No loss: the plain mean; a loss within the threads' 5% spread: a little more; a loss
+        // of half its time: most of the way to the whole program waiting for it (the average
+        // along the way counts the first part of the loss, within the spread, at less).
+        assert!((one_thread_loss_weight(64.0, 0.0) - 1.0).abs() < 1e-9);
+        let small = one_thread_loss_weight(64.0, 0.01);
+        assert!(small > 1.0 && small < 2.0, "{small}");
+        let big = one_thread_loss_weight(64.0, 0.5);
+        assert!(big > 45.0 && big <= 64.0, "{big}");
+        // Rising with the loss, and one thread alone always sets its own pace.
+        assert!(one_thread_loss_weight(64.0, 0.05) > small && one_thread_loss_weight(64.0, 0.05) < big);
+        assert_eq!(one_thread_loss_weight(1.0, 0.2), 1.0);
     }
 
     #[test]
