@@ -656,6 +656,7 @@ impl Ptb {
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
         let after_utils = load.path_utils(&after, &after_path, &load.link_loads(&after_path));
         let mut out = Vec::new();
+        let mut loss_weights: std::collections::BTreeMap<AppId, pace::LossWeights> = std::collections::BTreeMap::new();
         for (i, (c, to)) in cands.into_iter().zip(targets).enumerate() {
             // A move that would move less than a page is no move: the chunk is already where
             // its target puts it (a private chunk spread off its overloaded home, spread
@@ -695,7 +696,7 @@ impl Ptb {
             // thread making most of the chunk's accesses is priced on its own: at the full
             // loaded latency (the distance slows that thread whatever queue the move relieves),
             // weighted as much as it then sets the program's pace
-            // ([`pace::one_thread_loss_weight`]), in place of the share of its node's pricing
+            // ([`pace::LossWeights`]), in place of the share of its node's pricing
             // above. Priced as its node's mean, at the queueing alone where the path is busy,
             // spreading one of a thread's three chunks over eight nodes to relieve its local
             // path looked like a gain, and NPB SP's owner threads became the ones every
@@ -706,7 +707,10 @@ impl Ptb {
                 if dl > 0.0 {
                     let n = app_threads.get(&c.key.app).copied().unwrap_or(1.0);
                     let w_s = pace.of(c.key.app).and_then(|w| w.get(s)).copied().unwrap_or(1.0);
-                    let w_t = pace::one_thread_loss_weight(n, own * dl / mlp / 1e9);
+                    let w_t = loss_weights
+                        .entry(c.key.app)
+                        .or_insert_with(|| pace::LossWeights::new(n))
+                        .weight(own * dl / mlp / 1e9);
                     let counted = mean(later, &to) - mean(now, &c.from);
                     saving_ns_per_s -= (w_t * dl - w_s * counted) * own / mlp;
                 }

@@ -269,31 +269,74 @@ fn slowest_probabilities(est: &[(f64, f64)]) -> Vec<f64> {
 /// access it raises by the share `r`: `n` times the probability that this thread then sets the
 /// program's pace, averaged along the way from no loss to all of it (as the node weights are).
 /// Every thread's time carries the [`IMBALANCE`] spread; with the others alike, the thread
-/// slowed by `d` spreads is the slowest with probability `integral of phi(x) Phi(x + d)^(n - 1)
-/// dx` (1 / n for no loss). So the weight is 1 for no loss (each thread sets the pace alike,
-/// the plain mean) and near `n` for a loss well above the spread (the whole program waits for
-/// that thread at every barrier).
-pub fn one_thread_loss_weight(n: f64, r: f64) -> f64 {
-    if n <= 1.0 || r <= 0.0 || !r.is_finite() {
-        return 1.0;
-    }
-    // The integral by the midpoint rule over +-6 standard deviations.
-    const STEPS: usize = 60;
-    const SPAN: f64 = 6.0;
-    let h = 2.0 * SPAN / STEPS as f64;
-    let mut p = 0.0;
-    for k in 0..PATH_STEPS {
-        let d = r * (k as f64 + 0.5) / PATH_STEPS as f64 / IMBALANCE;
-        let slowest: f64 = (0..STEPS)
+/// slowed by `d` spreads is the slowest with probability `P(d) = integral of phi(x) Phi(x +
+/// d)^(n - 1) dx` (1 / n for no loss). So the weight is 1 for no loss (each thread sets the
+/// pace alike, the plain mean) and near `n` for a loss well above the spread (the whole program
+/// waits for that thread at every barrier). A cycle prices hundreds of moves, so `P` is
+/// tabulated once per thread count: at every `d` from 0 to [`LossWeights::D_MAX`] spreads, with
+/// its running integral, and the average along the way to a loss of `D` spreads is the
+/// integral of `P` from 0 to `D`, over `D`.
+#[derive(Clone, Debug)]
+pub struct LossWeights {
+    n: f64,
+    /// `cum[k]`: the integral of `P` from 0 to `k * STEP` spreads.
+    cum: Vec<f64>,
+}
+
+impl LossWeights {
+    /// Spreads between the table's points, and the last point (where the slowed thread is the
+    /// slowest for sure, for any thread count this side of a million).
+    const STEP: f64 = 0.05;
+    const D_MAX: f64 = 10.0;
+
+    /// The table for a program of `n` threads.
+    pub fn new(n: f64) -> Self {
+        if n <= 1.0 || !n.is_finite() {
+            return LossWeights { n: 1.0, cum: vec![0.0] };
+        }
+        // P(d) by the midpoint rule over +-6 standard deviations.
+        const POINTS: usize = 60;
+        const SPAN: f64 = 6.0;
+        let h = 2.0 * SPAN / POINTS as f64;
+        let xs: Vec<(f64, f64)> = (0..POINTS)
             .map(|i| {
                 let x = -SPAN + (i as f64 + 0.5) * h;
-                let density = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
-                density * ((n - 1.0) * normal_cdf(x + d).max(1e-300).ln()).exp() * h
+                (x, (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt() * h)
             })
-            .sum();
-        p += slowest / PATH_STEPS as f64;
+            .collect();
+        let p = |d: f64| -> f64 {
+            xs.iter().map(|&(x, w)| w * ((n - 1.0) * normal_cdf(x + d).max(1e-300).ln()).exp()).sum::<f64>().min(1.0)
+        };
+        let k_max = (Self::D_MAX / Self::STEP).round() as usize;
+        let mut cum = Vec::with_capacity(k_max + 1);
+        let (mut acc, mut prev) = (0.0, p(0.0));
+        cum.push(0.0);
+        for k in 1..=k_max {
+            let next = p(k as f64 * Self::STEP);
+            acc += 0.5 * (prev + next) * Self::STEP;
+            cum.push(acc);
+            prev = next;
+        }
+        LossWeights { n, cum }
     }
-    (n * p).clamp(1.0, n)
+
+    /// The weight of a loss of the share `r` of one thread's time.
+    pub fn weight(&self, r: f64) -> f64 {
+        if self.n <= 1.0 || r <= 0.0 || !r.is_finite() {
+            return 1.0;
+        }
+        let d = r / IMBALANCE;
+        let last = self.cum.len() - 1;
+        let f = if d >= last as f64 * Self::STEP {
+            // Beyond the table the thread is the slowest for sure.
+            self.cum[last] + (d - last as f64 * Self::STEP)
+        } else {
+            let x = d / Self::STEP;
+            let k = x.floor() as usize;
+            self.cum[k] + (x - k as f64) * (self.cum[k + 1] - self.cum[k])
+        };
+        (self.n * f / d).clamp(1.0, self.n)
+    }
 }
 
 /// Standard normal distribution function (Abramowitz and Stegun 7.1.26, error under 1.5e-7).
@@ -401,17 +444,19 @@ mod tests {
 
     #[test]
     fn a_loss_on_one_thread_weighs_as_much_as_it_holds_the_program_back() {
+        let table = LossWeights::new(64.0);
+        let w64 = |r: f64| table.weight(r);
         // No loss: the plain mean; a loss within the threads' 5% spread: a little more; a loss
         // of half its time: most of the way to the whole program waiting for it (the average
         // along the way counts the first part of the loss, within the spread, at less).
-        assert!((one_thread_loss_weight(64.0, 0.0) - 1.0).abs() < 1e-9);
-        let small = one_thread_loss_weight(64.0, 0.01);
+        assert!((w64(0.0) - 1.0).abs() < 1e-9);
+        let small = w64(0.01);
         assert!(small > 1.0 && small < 2.0, "{small}");
-        let big = one_thread_loss_weight(64.0, 0.5);
+        let big = w64(0.5);
         assert!(big > 45.0 && big <= 64.0, "{big}");
         // Rising with the loss, and one thread alone always sets its own pace.
-        assert!(one_thread_loss_weight(64.0, 0.05) > small && one_thread_loss_weight(64.0, 0.05) < big);
-        assert_eq!(one_thread_loss_weight(1.0, 0.2), 1.0);
+        assert!(w64(0.05) > small && w64(0.05) < big);
+        assert_eq!(LossWeights::new(1.0).weight(0.2), 1.0);
     }
 
     #[test]
