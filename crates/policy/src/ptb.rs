@@ -153,6 +153,9 @@ pub struct Ptb {
     /// Where private chunks spill from each home node, for the memory nodes they were
     /// computed for ([`spill::spill_rows`]).
     spill_cache: Option<(Vec<NodeIdx>, Vec<Vec<f64>>)>,
+    /// The owner threads' loss weights ([`pace::LossWeights`]), one table per thread count
+    /// (built when first needed; a program's thread count rarely changes).
+    loss_cache: Option<(f64, pace::LossWeights)>,
     /// Per program and node, the history of sampled latencies behind the pace weights.
     pace: pace::PaceTracker,
     /// Per program, the accesses its threads overlap ([`mlp`]).
@@ -183,6 +186,7 @@ impl Ptb {
             layout: Default::default(),
             weight_cache: Default::default(),
             spill_cache: None,
+            loss_cache: None,
             pace: Default::default(),
             mlp: mlp::MlpTracker::new(prior_mlp),
             density: Default::default(),
@@ -459,13 +463,9 @@ impl Ptb {
             /// The node of the thread making most of its accesses, and that thread's share.
             owner: Option<(usize, f64)>,
         }
-        // Each thread's node, and each program's threads.
+        // Each thread's node (the first of a tid listed twice, as `Snapshot::thread` finds).
         let thread_node: std::collections::HashMap<ptb_profile::Tid, usize> =
             snap.threads.iter().rev().map(|t| (t.tid, t.node.ix())).collect();
-        let mut app_threads: std::collections::BTreeMap<AppId, f64> = std::collections::BTreeMap::new();
-        for t in snap.threads {
-            *app_threads.entry(t.app).or_default() += 1.0;
-        }
         let keys = self.table.keys_by_weight(MIN_SAMPLES);
         if homes && weights.per_app.is_none() {
             let predicted = self.predict_home_shares(snap, &keys, &load, &weights, mem_nodes);
@@ -656,7 +656,6 @@ impl Ptb {
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
         let after_utils = load.path_utils(&after, &after_path, &load.link_loads(&after_path));
         let mut out = Vec::new();
-        let mut loss_weights: std::collections::BTreeMap<AppId, pace::LossWeights> = std::collections::BTreeMap::new();
         for (i, (c, to)) in cands.into_iter().zip(targets).enumerate() {
             // A move that would move less than a page is no move: the chunk is already where
             // its target puts it (a private chunk spread off its overloaded home, spread
@@ -705,12 +704,12 @@ impl Ptb {
                 let mean = |lat: &[Vec<f64>], to: &[f64]| -> f64 { to.iter().zip(&lat[s]).map(|(f, l)| f * l).sum() };
                 let (own, dl) = (c.a * share, mean(&lat_after, &to) - mean(&lat_now, &c.from));
                 if dl > 0.0 {
-                    let n = app_threads.get(&c.key.app).copied().unwrap_or(1.0);
+                    let n = by_node.get(&c.key.app).map_or(1.0, |v| v.iter().map(|x| x.threads).sum());
                     let w_s = pace.of(c.key.app).and_then(|w| w.get(s)).copied().unwrap_or(1.0);
-                    let w_t = loss_weights
-                        .entry(c.key.app)
-                        .or_insert_with(|| pace::LossWeights::new(n))
-                        .weight(own * dl / mlp / 1e9);
+                    if self.loss_cache.as_ref().is_none_or(|c| c.0 != n) {
+                        self.loss_cache = Some((n, pace::LossWeights::new(n)));
+                    }
+                    let w_t = self.loss_cache.as_ref().map_or(1.0, |c| c.1.weight(own * dl / mlp / 1e9));
                     let counted = mean(later, &to) - mean(now, &c.from);
                     saving_ns_per_s -= (w_t * dl - w_s * counted) * own / mlp;
                 }

@@ -356,6 +356,11 @@ fn normal_cdf(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// One cycle of a program on two nodes: 400 latency samples on each, spread 40 ns.
+    fn two_nodes(app: AppId, a: f64, b: f64) -> BTreeMap<AppId, Vec<LatencyStats>> {
+        BTreeMap::from([(app, vec![stats(a, 40.0, 400), stats(b, 40.0, 400)])])
+    }
+
     fn stats(mean: f64, sd: f64, n: usize) -> LatencyStats {
         let mut s = LatencyStats::default();
         for i in 0..n {
@@ -409,7 +414,7 @@ mod tests {
     fn a_node_is_known_slowest_after_two_steady_cycles_and_not_when_the_nodes_take_turns() {
         let app: AppId = 0;
         let thr = BTreeMap::from([(app, vec![8.0, 8.0])]);
-        let cycle = |a: f64, b: f64| BTreeMap::from([(app, vec![stats(a, 40.0, 400), stats(b, 40.0, 400)])]);
+        let cycle = |a: f64, b: f64| two_nodes(app, a, b);
         let mut steady = PaceTracker::default();
         steady.observe(&thr, &cycle(100.0, 160.0));
         assert!(steady.weights(&thr, &[0.0; 2], &BTreeMap::new()).of(app).is_none());
@@ -466,7 +471,7 @@ mod tests {
         // alike, node 0's mean was still 197 ns, and ptb kept crediting its threads' savings.)
         let app: AppId = 0;
         let thr = BTreeMap::from([(app, vec![8.0, 8.0])]);
-        let cycle = |a: f64, b: f64| BTreeMap::from([(app, vec![stats(a, 40.0, 400), stats(b, 40.0, 400)])]);
+        let cycle = |a: f64, b: f64| two_nodes(app, a, b);
         let mut t = PaceTracker::default();
         for k in 0..7 {
             t.observe(&thr, &cycle(if k < 3 { 300.0 } else { 120.0 }, 150.0));
