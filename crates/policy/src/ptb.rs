@@ -462,6 +462,8 @@ impl Ptb {
             ahead: bool,
             /// The node of the thread making most of its accesses, and that thread's share.
             owner: Option<(usize, f64)>,
+            /// Samples behind `src` (decayed).
+            n: f64,
         }
         // Each thread's node (the first of a tid listed twice, as `Snapshot::thread` finds).
         let thread_node: std::collections::HashMap<ptb_profile::Tid, usize> =
@@ -547,6 +549,7 @@ impl Ptb {
                 residency_s,
                 ahead: false,
                 owner,
+                n: c.total(),
             });
         }
         // Chunks a sweep has not reached yet: priced like the chunks it just swept (whose loads
@@ -581,6 +584,7 @@ impl Ptb {
                     residency_s: f.residency_s(now_s, p.horizon_s),
                     ahead: true,
                     owner: None,
+                    n: f.total(),
                 });
             }
         }
@@ -674,25 +678,47 @@ impl Ptb {
             let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
             // Weighted by the program's pace: a saving counts where it shortens its run.
             let w = pace.of(c.key.app);
-            let saving = |now: &[Vec<f64>], later: &[Vec<f64>]| {
-                pace::Pace::weighted_latency(w, now, &c.src, &c.from)
-                    - pace::Pace::weighted_latency(w, later, &c.src, &to)
+            let saving = |now: &[Vec<f64>], later: &[Vec<f64>], src: &[f64]| {
+                pace::Pace::weighted_latency(w, now, src, &c.from) - pace::Pace::weighted_latency(w, later, src, &to)
             };
             // Over the cycle's bins where there are samples enough: each bin's saving, weighted
-            // by the share of the chunk's accesses made in it.
-            let per_access = match &binned {
-                Some((per_bin, shares)) => per_bin
-                    .iter()
-                    .zip(&shares[i])
-                    .map(|(b, f)| {
-                        let bound = model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75;
-                        f * if bound { saving(&b.q_now, &b.q_later) } else { saving(&b.now, &b.later) }
-                    })
-                    .sum(),
-                None => saving(now, later),
+            // by the share of the chunk's accesses made in it (which resources bind is judged
+            // on the chunk's sampled sources).
+            let per_access_of = |src: &[f64]| -> f64 {
+                match &binned {
+                    Some((per_bin, shares)) => per_bin
+                        .iter()
+                        .zip(&shares[i])
+                        .map(|(b, f)| {
+                            let bound = model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75;
+                            f * if bound { saving(&b.q_now, &b.q_later, src) } else { saving(&b.now, &b.later, src) }
+                        })
+                        .sum(),
+                    None => saving(now, later, src),
+                }
             };
+            let per_access = per_access_of(&c.src);
+            // What the saving is surely worth: the source shares are a sample, and of the many
+            // chunks priced every cycle the ones whose few samples happen to come from where
+            // the move helps most look best (the winner's curse). The saving is linear in the
+            // shares, so its sampling variance is the multinomial one of the per-source savings
+            // (`(sum p x^2 - (sum p x)^2) / n`); it is priced [`EVIDENCE_Z`] standard errors
+            // below its estimate, as the evidence rule judges shares.
+            let mut unit = vec![0.0; nn];
+            let per_source: Vec<f64> = (0..nn)
+                .map(|s| {
+                    if c.src[s] <= 0.0 {
+                        return 0.0;
+                    }
+                    unit[s] = 1.0;
+                    let x = per_access_of(&unit);
+                    unit[s] = 0.0;
+                    x
+                })
+                .collect();
+            let per_access_sure = sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or(per_access);
             let mlp = self.mlp.mlp(c.key.app);
-            let mut saving_ns_per_s = c.a * per_access / mlp;
+            let mut saving_ns_per_s = c.a * per_access_sure / mlp;
             // The owner's accesses: a loss that falls on one thread holds the whole program back
             // once it exceeds the spread of its threads' times (they meet at barriers). The
             // thread making most of the chunk's accesses is priced on its own: at the full
@@ -887,6 +913,18 @@ fn top_and_runner_up<T: Copy + Into<f64>>(counts: &[T]) -> (usize, f64, f64) {
 fn against_busiest_other<T: Copy + Into<f64>>(counts: &[T], i: usize) -> (f64, f64) {
     let other = counts.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &x)| x.into()).fold(0.0f64, f64::max);
     (counts.get(i).map_or(0.0, |&x| x.into()), other)
+}
+
+/// The mean of `x` over sources drawn with the shares `p` (summing to 1), `z` standard errors
+/// below its estimate from `n` samples: the multinomial variance `(sum p x^2 - (sum p x)^2) / n`.
+/// `None` without samples.
+fn sure_mean(p: &[f64], x: &[f64], n: f64, z: f64) -> Option<f64> {
+    if n <= 0.0 {
+        return None;
+    }
+    let mean: f64 = p.iter().zip(x).map(|(p, x)| p * x).sum();
+    let second: f64 = p.iter().zip(x).map(|(p, x)| p * x * x).sum();
+    Some(mean - z * ((second - mean * mean).max(0.0) / n).sqrt())
 }
 
 /// Wilson score lower bound of a proportion `p` seen in `n` trials, `z` standard errors below:

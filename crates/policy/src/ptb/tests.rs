@@ -1377,3 +1377,17 @@ fn a_move_that_did_not_take_is_planned_again_a_few_times() {
     }
     assert!(!plans.iter().any(|p| p.stats.contains_key("moves_not_taken")));
 }
+
+#[test]
+fn a_saving_from_few_samples_is_priced_below_its_estimate() {
+    // One source: no sampling noise in the mix, the estimate itself.
+    assert_eq!(super::sure_mean(&[0.0, 1.0], &[3.0, 10.0], 4.0, 1.0), Some(10.0));
+    // A chunk read by two nodes alike, the move saving 20 ns on one node's reads and costing 4
+    // on the other's: 8 ns on average, one standard error (12 / sqrt(n)) below with n samples.
+    let (p, x) = ([0.5, 0.5], [20.0, -4.0]);
+    let few = super::sure_mean(&p, &x, 4.0, 1.0).unwrap();
+    let many = super::sure_mean(&p, &x, 400.0, 1.0).unwrap();
+    assert!((few - 2.0).abs() < 1e-9, "{few}");
+    assert!((many - 7.4).abs() < 1e-9, "{many}");
+    assert_eq!(super::sure_mean(&p, &x, 0.0, 1.0), None);
+}
