@@ -476,10 +476,7 @@ impl Ptb {
                     stats.insert(format!("home_{p}_gain"), r - 1.0);
                 }
             }
-            // A decayed mean over time: a quick cycle forgets and counts a quarter of what a
-            // full one does ([`layout`]'s scores alike).
-            let decay = DECAY.powf(snap.cycle.as_secs_f64() / self.p.cycle.as_secs_f64().max(1e-6));
-            let pct = self.home.update(predicted.as_deref(), decay, HOME_CONFIRM);
+            let pct = self.home.update(predicted.as_deref(), DECAY, HOME_CONFIRM);
             stats.insert("home_pct".into(), f64::from(pct));
         }
         // Where a chunk's pages are now (sampled homes, else the region's residency).

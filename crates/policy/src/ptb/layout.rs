@@ -17,10 +17,9 @@
 //! access what the program's threads compute now; its private chunks sit at home at the
 //! candidate's share (their home node's accesses local, the other nodes' remote, as sampled) and
 //! its shared chunks are spread. The current layout is evaluated the same
-//! way, so that the model's errors cancel. The scores are decayed means over time (each cycle
-//! weighted by its length) of the log of each candidate's throughput relative to the layout in
-//! force (programs whose phases want different layouts keep one that is good on average); of
-//! the candidates ahead by more than
+//! way, so that the model's errors cancel. The scores are decayed means over cycles of the log
+//! of each candidate's throughput relative to the layout in force (programs whose phases want
+//! different layouts keep one that is good on average); of the candidates ahead by more than
 //! [`super::home::SWITCH_GAIN`], the one whose saving over the layout's expected residency (the
 //! chunks' change-point rule: the mean period between the program's layout changes, after a
 //! prior of `horizon_s`), less `payback` times the pages it moves (data at home that its
@@ -69,10 +68,6 @@ pub struct AppLayout {
     pub changes: u16,
     /// Cycles the layouts were evaluated in.
     pub evals: u32,
-    /// Seconds of cycles behind the scores, each decayed by [`super::params::DECAY`] per
-    /// `cycle_ms` since: the scores are means over time, so a quick cycle counts a quarter of
-    /// a full one.
-    pub weight: f64,
     /// Cycles left before the layouts are evaluated again after the program moved to other
     /// nodes (its chunks' evidence of who uses them starts over).
     settle: u32,
@@ -83,16 +78,7 @@ pub struct AppLayout {
 
 impl AppLayout {
     fn new(wide: u8) -> Self {
-        AppLayout {
-            wide,
-            pct: 100,
-            first_s: f64::NAN,
-            changes: 0,
-            evals: 0,
-            weight: 0.0,
-            settle: 0,
-            scores: BTreeMap::new(),
-        }
+        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, settle: 0, scores: BTreeMap::new() }
     }
 }
 
@@ -168,17 +154,6 @@ fn row(
     }
     let shared = (1.0 - mix.own - mix.foreign).max(0.0);
     (0..nn).map(|n| mix.own * home[n] + mix.foreign * away[n] + shared * spread[n]).collect()
-}
-
-/// What `weight` seconds of evidence weigh `dt` seconds later: [`super::params::DECAY`] per
-/// `cycle_s` (ptb's cycle length).
-fn decayed(weight: f64, dt: f64, cycle_s: f64) -> f64 {
-    weight * super::params::DECAY.powf(dt / cycle_s.max(1e-6))
-}
-
-/// A mean of weight `kept` (seconds, decayed) with one more cycle of `dt` seconds scoring `r`.
-fn fold(mean: f64, kept: f64, r: f64, dt: f64) -> f64 {
-    (mean * kept + r * dt) / (kept + dt)
 }
 
 fn sorted(v: &[NodeIdx]) -> Vec<NodeIdx> {
@@ -337,13 +312,6 @@ impl Ptb {
             // cycles' scores.
             let pcts: &[u8] = if homes { &super::home::SHARES } else { &[100] };
             let mut scores = lay.scores.clone();
-            // This cycle's weight against the scores' (both in seconds): the scores are
-            // decayed means over time, not over cycles. Counted per cycle, the quick cycles
-            // that follow a phase change (a quarter of the cycle each) weighed as much as full
-            // ones: one 25 ms cycle of LULESH's nodal update (16 threads) took its score for
-            // eight nodes from 0.2% to 10.5% and moved its threads and pages a second time.
-            let dt = snap.cycle.as_secs_f64().max(1e-6);
-            let kept = if lay.scores.is_empty() { 0.0 } else { decayed(lay.weight, dt, self.p.cycle.as_secs_f64()) };
             // Node sets beyond the fewest are candidates only where they split the threads
             // evenly: a program whose threads meet at barriers runs at the pace of its busiest
             // node, which the throughput model does not see.
@@ -361,7 +329,9 @@ impl Ptb {
                     for &pct in pcts {
                         let r = (eval(self, &order[..k], wide, pct) / now).max(1e-9).ln();
                         let sc = scores.entry((k, wide, pct)).or_insert(r);
-                        *sc = fold(*sc, kept, r, dt);
+                        if lay.evals > 0 && !lay.scores.is_empty() {
+                            *sc = super::params::DECAY * *sc + (1.0 - super::params::DECAY) * r;
+                        }
                     }
                 }
             }
@@ -373,7 +343,6 @@ impl Ptb {
                     l.first_s = now_s;
                 }
                 l.evals = l.evals.saturating_add(1);
-                l.weight = kept + dt;
             }
             stats.insert(format!("layout_nodes_app{app}"), own.len() as f64);
             stats.insert(format!("layout_wide_app{app}"), f64::from(lay.wide));
@@ -423,8 +392,7 @@ impl Ptb {
             let base = scores.get(&(k, wide, pct)).copied().unwrap_or(0.0);
             let scores = scores.iter().map(|(c, v)| (*c, v - base)).collect();
             let settle = if k != own.len() { super::params::QUICK_CYCLES } else { 0 };
-            let weight = kept + dt;
-            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, weight, settle, scores });
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, settle, scores });
             if k != own.len() {
                 moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
                 self.table.forget_users(app);
@@ -499,28 +467,6 @@ impl Ptb {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_quick_cycle_moves_a_score_a_quarter_as_much_as_a_full_one() {
-        // Steady 100 ms cycles scoring 0, then one cycle scoring 0.2: a full cycle takes the
-        // mean half way (as the per-cycle decay did), a 25 ms one about an eighth of the way.
-        let (cycle, mut w, mut m) = (0.1, 0.0, 0.0);
-        for _ in 0..50 {
-            w = decayed(w, cycle, cycle);
-            m = fold(m, w, 0.0, cycle);
-            w += cycle;
-        }
-        assert!((w - 0.2).abs() < 1e-9, "{w}");
-        let full = fold(m, decayed(w, 0.1, cycle), 0.2, 0.1);
-        let quick = fold(m, decayed(w, 0.025, cycle), 0.2, 0.025);
-        assert!((full - 0.1).abs() < 1e-9, "{full}");
-        assert!(quick > 0.02 && quick < 0.03, "{quick}");
-        // Four quick cycles forget what one full cycle does.
-        let w4 = (0..4).fold(w, |w, _| decayed(w, 0.025, cycle));
-        assert!((w4 - decayed(w, 0.1, cycle)).abs() < 1e-12);
-        // The first cycle's score is taken as it is.
-        assert_eq!(fold(0.0, 0.0, 0.3, 0.025), 0.3);
-    }
 
     #[test]
     fn a_wide_share_spills_that_part_of_the_shared_data_beyond_the_programs_nodes() {
