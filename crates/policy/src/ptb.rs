@@ -681,20 +681,22 @@ impl Ptb {
             // Over the cycle's bins where there are samples enough: each bin's saving, weighted
             // by the share of the chunk's accesses made in it (which resources bind is judged
             // on the chunk's sampled sources).
+            let bin_bound: Vec<bool> = binned.as_ref().map_or_else(Vec::new, |(per_bin, _)| {
+                per_bin.iter().map(|b| model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75).collect()
+            });
             let per_access_of = |src: &[f64]| -> f64 {
                 match &binned {
                     Some((per_bin, shares)) => per_bin
                         .iter()
                         .zip(&shares[i])
-                        .map(|(b, f)| {
-                            let bound = model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75;
+                        .zip(&bin_bound)
+                        .map(|((b, f), &bound)| {
                             f * if bound { saving(&b.q_now, &b.q_later, src) } else { saving(&b.now, &b.later, src) }
                         })
                         .sum(),
                     None => saving(now, later, src),
                 }
             };
-            let per_access = per_access_of(&c.src);
             // What the saving is surely worth: the source shares are a sample, and of the many
             // chunks priced every cycle the ones whose few samples happen to come from where
             // the move helps most look best (the winner's curse). The saving is linear in the
@@ -713,7 +715,8 @@ impl Ptb {
                     x
                 })
                 .collect();
-            let per_access_sure = sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or(per_access);
+            let per_access_sure =
+                sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or_else(|| per_access_of(&c.src));
             let mlp = self.mlp.mlp(c.key.app);
             let mut saving_ns_per_s = c.a * per_access_sure / mlp;
             // The owner's accesses: a loss that falls on one thread holds the whole program back
