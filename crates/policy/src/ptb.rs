@@ -63,6 +63,7 @@ mod busy;
 mod chunks;
 mod closed;
 mod density;
+mod externality;
 mod home;
 mod layout;
 mod mlp;
@@ -641,7 +642,16 @@ impl Ptb {
                     let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
                     let (now, later) = (load.loaded(&b.acc[k], &b.path[k]), load.loaded(&acc, &path));
                     let utils = load.path_utils(&acc, &path, &load.link_loads(&path));
-                    BinLoads { q_now: load.queueing(&now), q_later: load.queueing(&later), now, later, utils }
+                    BinLoads {
+                        q_now: load.queueing(&now),
+                        q_later: load.queueing(&later),
+                        now,
+                        later,
+                        utils,
+                        acc_now: b.acc[k].clone(),
+                        acc_later: acc,
+                        path_now: b.path[k].clone(),
+                    }
                 })
                 .collect();
             (per_bin, shares)
@@ -655,6 +665,15 @@ impl Ptb {
                 .collect()
         };
         let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
+        let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
+        // Per part of the cycle where there are bins, as the savings are.
+        let others = externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight);
+        let others_by_bin: Option<Vec<externality::Externality>> = binned.as_ref().map(|(per_bin, _)| {
+            per_bin
+                .iter()
+                .map(|b| externality::controllers(&load.cap, &b.acc_now, &b.acc_later, &b.path_now, &src_weight))
+                .collect()
+        });
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
@@ -719,6 +738,16 @@ impl Ptb {
                 sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or_else(|| per_access_of(&c.src));
             let mlp = self.mlp.mlp(c.key.app);
             let mut saving_ns_per_s = c.a * per_access_sure / mlp;
+            // The other accesses on the controllers the chunk leaves queue less, and those on
+            // the ones it joins more ([`externality`]).
+            saving_ns_per_s += match (&others_by_bin, &binned) {
+                (Some(by_bin), Some((_, shares))) => by_bin
+                    .iter()
+                    .zip(&shares[i])
+                    .map(|(e, f)| f * e.saving(c.a, &c.src, &c.from, &to, &src_weight))
+                    .sum(),
+                _ => others.saving(c.a, &c.src, &c.from, &to, &src_weight),
+            };
             // The owner's accesses: a loss that falls on one thread holds the whole program back
             // once it exceeds the spread of its threads' times (they meet at barriers). The
             // thread making most of the chunk's accesses is priced on its own: at the full
@@ -784,6 +813,11 @@ impl Ptb {
 /// One time bin's loads ([`bins`]): latencies and queueing now and with every candidate moved,
 /// and the paths' utilisation after.
 struct BinLoads {
+    /// Accesses a second per memory node now and after the moves, and per (source, memory)
+    /// node now ([`externality`]).
+    acc_now: Vec<f64>,
+    acc_later: Vec<f64>,
+    path_now: Vec<Vec<f64>>,
     now: Vec<Vec<f64>>,
     later: Vec<Vec<f64>>,
     q_now: Vec<Vec<f64>>,

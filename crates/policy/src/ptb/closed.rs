@@ -33,6 +33,9 @@ pub struct Closed<'a> {
     compute_ns: Vec<f64>,
     /// Accesses a thread overlaps, per source node ([`super::mlp`]).
     mlp: Vec<f64>,
+    /// The mean latency of each source node's accesses the calibration used (measured, else
+    /// implied by the loads), ns; 0 where the node issued none.
+    latency_ns: Vec<f64>,
 }
 
 impl<'a> Closed<'a> {
@@ -41,18 +44,24 @@ impl<'a> Closed<'a> {
     /// each node's threads overlap.
     pub fn new(load: &'a LoadModel, threads: Vec<f64>, measured_ns: &[Option<f64>], mlp: Vec<f64>) -> Self {
         let lat = latencies(load, &load.path);
-        let compute_ns = (0..load.acc.len())
-            .map(|s| {
-                let x: f64 = load.path[s].iter().sum();
-                let n = threads.get(s).copied().unwrap_or(0.0);
-                if x <= 0.0 || n <= 0.0 {
-                    return 0.0;
-                }
-                let l = measured_ns.get(s).copied().flatten().unwrap_or_else(|| mean(&load.path[s], &lat[s]));
-                (n * 1e9 / x - l / mlp_of(&mlp, s)).max(0.0)
-            })
-            .collect();
-        Closed { load, threads, compute_ns, mlp }
+        let nn = load.acc.len();
+        let (mut compute_ns, mut latency_ns) = (vec![0.0; nn], vec![0.0; nn]);
+        for s in 0..nn {
+            let x: f64 = load.path[s].iter().sum();
+            let n = threads.get(s).copied().unwrap_or(0.0);
+            if x <= 0.0 || n <= 0.0 {
+                continue;
+            }
+            let l = measured_ns.get(s).copied().flatten().unwrap_or_else(|| mean(&load.path[s], &lat[s]));
+            latency_ns[s] = l;
+            compute_ns[s] = (n * 1e9 / x - l / mlp_of(&mlp, s)).max(0.0);
+        }
+        Closed { load, threads, compute_ns, mlp, latency_ns }
+    }
+
+    /// The mean latency of each source node's accesses as calibrated, ns (0: no accesses).
+    pub fn latency_ns(&self) -> &[f64] {
+        &self.latency_ns
     }
 
     /// Calibrate on the cycle's measured traffic (`load`), the threads of `snap` on each node
