@@ -425,7 +425,9 @@ impl Ptb {
     ///    chunk home is load-neutral even though one move alone is not); where a node would
     ///    exceed 90% of its capacity, its lightest private candidates are spread instead;
     /// 3. each remaining move is kept only if its access-time saving at the predicted loaded
-    ///    latencies, over the chunk's expected residency, pays back its cost `payback` times.
+    ///    latencies (its own accesses', and the queueing it takes off or puts on everyone
+    ///    else's at the controllers, [`externality`]), over the chunk's expected residency,
+    ///    pays back its cost `payback` times.
     fn choose_moves(
         &mut self,
         snap: &Snapshot,
