@@ -668,14 +668,14 @@ impl Ptb {
         };
         let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
         let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
-        // Per part of the cycle where there are bins, as the savings are.
-        let others = externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight);
-        let others_by_bin: Option<Vec<externality::Externality>> = binned.as_ref().map(|(per_bin, _)| {
-            per_bin
+        // Per part of the cycle where there are bins, as the savings are; else one for it all.
+        let others: Vec<externality::Externality> = match &binned {
+            Some((per_bin, _)) => per_bin
                 .iter()
                 .map(|b| externality::controllers(&load.cap, &b.acc_now, &b.acc_later, &b.path_now, &src_weight))
-                .collect()
-        });
+                .collect(),
+            None => vec![externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight)],
+        };
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
@@ -742,13 +742,10 @@ impl Ptb {
             let mut saving_ns_per_s = c.a * per_access_sure / mlp;
             // The other accesses on the controllers the chunk leaves queue less, and those on
             // the ones it joins more ([`externality`]).
-            saving_ns_per_s += match (&others_by_bin, &binned) {
-                (Some(by_bin), Some((_, shares))) => by_bin
-                    .iter()
-                    .zip(&shares[i])
-                    .map(|(e, f)| f * e.saving(c.a, &c.src, &c.from, &to, &src_weight))
-                    .sum(),
-                _ => others.saving(c.a, &c.src, &c.from, &to, &src_weight),
+            let external = |e: &externality::Externality| e.saving(c.a, &c.src, &c.from, &to, &src_weight);
+            saving_ns_per_s += match &binned {
+                Some((_, shares)) => others.iter().zip(&shares[i]).map(|(e, f)| f * external(e)).sum(),
+                None => others.iter().map(external).sum::<f64>(),
             };
             // The owner's accesses: a loss that falls on one thread holds the whole program back
             // once it exceeds the spread of its threads' times (they meet at barriers). The

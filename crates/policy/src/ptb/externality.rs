@@ -131,22 +131,23 @@ mod tests {
         LoadModel::for_machine(&m, &Demand { per_node, per_path: path, share: 0.5 })
     }
 
+    /// All of a chunk's accesses (or pages) on node `n` of eight.
+    fn unit(n: usize) -> [f64; 8] {
+        let mut v = [0.0; 8];
+        v[n] = 1.0;
+        v
+    }
+
     #[test]
     fn leaving_a_busy_controller_saves_the_others_time_and_joining_one_costs_it() {
         let l = load(0.8 * 250e6, 0.2 * 250e6);
         let w = vec![1.0; 8];
         let e = controllers(&l.cap, &l.acc, &l.acc, &l.path, &w);
-        let (src, on0, on3) = ([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], {
-            let mut v = [0.0; 8];
-            v[3] = 1.0;
-            v
-        });
+        let (src, on0, on3, on5) = (unit(3), unit(0), unit(3), unit(5));
         let off = e.saving(2e6, &src, &on0, &on3, &w);
         let onto = e.saving(2e6, &src, &on3, &on0, &w);
         assert!(off > 0.0 && onto < 0.0, "{off} {onto}");
         // Between two quiet controllers a move does next to nothing to the others.
-        let mut on5 = [0.0; 8];
-        on5[5] = 1.0;
         let quiet = e.saving(2e6, &src, &on3, &on5, &w);
         assert!(quiet.abs() < 0.1 * off, "{quiet} {off}");
         // Weighted by whose time counts: nothing when no source's time does.

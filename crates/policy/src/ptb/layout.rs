@@ -275,16 +275,14 @@ impl Ptb {
             let mix = Mix { own: own_a / total_a, foreign: foreign_a / total_a };
             let own = an.nodes().to_vec();
             let n_threads = snap.threads.iter().filter(|t| t.app == app).count();
-            // Compute time per access: the mean over the program's nodes whose threads issued
-            // accesses this cycle (a node stalled for the whole cycle says nothing).
-            let active = |n: &&NodeIdx| load.path[n.ix()].iter().sum::<f64>() > 0.0;
-            let on_own: f64 = own.iter().filter(active).map(|n| thr[n.ix()]).sum();
-            if n_threads == 0 || on_own <= 0.0 {
+            if n_threads == 0 {
                 continue;
             }
+            // Compute time per access, over the program's nodes whose threads issued accesses
+            // this cycle (a node stalled for the whole cycle says nothing); none: nothing to
+            // calibrate on.
             let mlp_app = self.mlp.mlp(app);
-            let c_app = app_compute_ns(&own, &thr, &load.path, closed.latency_ns(), mlp_app)
-                .unwrap_or_else(|| own.iter().filter(active).map(|n| thr[n.ix()] * comp[n.ix()]).sum::<f64>() / on_own);
+            let Some(c_app) = app_compute_ns(&own, &thr, &load.path, closed.latency_ns(), mlp_app) else { continue };
             // Candidate node sets: its own nodes first, then the nodes of its order that no other
             // program uses, in that order.
             let mut order: Vec<NodeIdx> = own.clone();
