@@ -613,6 +613,16 @@ impl Ptb {
         }
         let lat_now = load.loaded(&load.acc, &load.path);
         let lat_after = load.loaded(&after, &after_path);
+        let means_now = node_mean_latency(&lat_now, &load.path);
+        let delta = |path: &[Vec<f64>]| -> Vec<f64> {
+            node_mean_latency(&load.loaded(&column_sums(path), path), path)
+                .iter()
+                .zip(&means_now)
+                .map(|(a, b)| a - b)
+                .collect()
+        };
+        let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
+        let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
         // The same per part of the cycle ([`bins`]): each bin's loads, with every candidate's
         // accesses in that bin moved.
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
@@ -650,32 +660,16 @@ impl Ptb {
                         now,
                         later,
                         utils,
-                        acc_now: b.acc[k].clone(),
-                        acc_later: acc,
-                        path_now: b.path[k].clone(),
+                        ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight),
                     }
                 })
                 .collect();
             (per_bin, shares)
         });
-        let means_now = node_mean_latency(&lat_now, &load.path);
-        let delta = |path: &[Vec<f64>]| -> Vec<f64> {
-            node_mean_latency(&load.loaded(&column_sums(path), path), path)
-                .iter()
-                .zip(&means_now)
-                .map(|(a, b)| a - b)
-                .collect()
-        };
-        let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
-        let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
-        // Per part of the cycle where there are bins, as the savings are; else one for it all.
-        let others: Vec<externality::Externality> = match &binned {
-            Some((per_bin, _)) => per_bin
-                .iter()
-                .map(|b| externality::controllers(&load.cap, &b.acc_now, &b.acc_later, &b.path_now, &src_weight))
-                .collect(),
-            None => vec![externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight)],
-        };
+        // Where there are no bins, one externality for the whole cycle (else each bin's, as the
+        // savings are).
+        let whole =
+            binned.is_none().then(|| externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight));
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
@@ -744,8 +738,8 @@ impl Ptb {
             // the ones it joins more ([`externality`]).
             let external = |e: &externality::Externality| e.saving(c.a, &c.src, &c.from, &to, &src_weight);
             saving_ns_per_s += match &binned {
-                Some((_, shares)) => others.iter().zip(&shares[i]).map(|(e, f)| f * external(e)).sum(),
-                None => others.iter().map(external).sum::<f64>(),
+                Some((per_bin, shares)) => per_bin.iter().zip(&shares[i]).map(|(b, f)| f * external(&b.ext)).sum(),
+                None => whole.as_ref().map_or(0.0, external),
             };
             // The owner's accesses: a loss that falls on one thread holds the whole program back
             // once it exceeds the spread of its threads' times (they meet at barriers). The
@@ -812,11 +806,9 @@ impl Ptb {
 /// One time bin's loads ([`bins`]): latencies and queueing now and with every candidate moved,
 /// and the paths' utilisation after.
 struct BinLoads {
-    /// Accesses a second per memory node now and after the moves, and per (source, memory)
-    /// node now ([`externality`]).
-    acc_now: Vec<f64>,
-    acc_later: Vec<f64>,
-    path_now: Vec<Vec<f64>>,
+    /// What a move does to everyone else's accesses on the controllers in this bin
+    /// ([`externality`]).
+    ext: externality::Externality,
     now: Vec<Vec<f64>>,
     later: Vec<Vec<f64>>,
     q_now: Vec<Vec<f64>>,
