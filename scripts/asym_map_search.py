@@ -47,6 +47,8 @@ def fix_bg(m):
 
 def evaluate(path, names):
     def one(w, t, k):
+        # At the calibration's length: `ptb calibrate` runs its subset sweeps at 0.1 of the
+        # built-in run lengths (`sweep_scale` in crates/calibrate/src/published.rs).
         return json.loads(ptb("subsets", "-m", path, "-w", w, "--threads", str(t), "--size", str(k),
                               "--duration-scale", "0.1", "--json", "-j", "1"))
     with ThreadPoolExecutor(os.cpu_count() or 2) as ex:

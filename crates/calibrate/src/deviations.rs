@@ -57,7 +57,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         "asym-streamcluster-2n",
         "the worst pair is nodes 3 and 7: the published read of node 3 by node 7 at 2 GB/s (a path cap in the model) makes streamcluster 2.9x slower there than on a 16-bit pair, and the next worst pair is only 49% slower than the best. The link widths and routes searched for asym-subsets-max leave it at 189%; with that read at 3 GB/s it would be 93%, so the published 133% and the published 2 GB/s do not fit together in the model (whether the 2 GB/s was measured with one core or the whole die is not published)",
-    ),    (
+    ),
+    (
         "npb-map-lu-interleave-top-node",
         "the published lu.C maps disagree with each other under the model's reading of the default one. The model's spin-wait loads on the flags page isync (cache hits that op sampling tags, about a fifth of the sampled ops) put 38% of the sampled accesses on that page's node, as the published default map has on node 1; but interleave places that one page on one node too, so the model gives the busiest node 38% under interleave as well, where the published interleave map has 24-27% on every node. If the spin loads were a small share, the default's 38% would have to be data on one node, which the NPB 3.3 source's parallel first touch (setbv, setiv, erhs over k-planes) does not give; which of the two readings is wrong is not known (how the study's maps were sampled is not published)",
     ),
