@@ -13,7 +13,14 @@
 //! ([`super::closed`]), for every candidate layout of a program: its first `k` nodes
 //! ([`super::nodesets`]) for every `k` from the fewest that hold its threads to every node no
 //! other program uses, each with its shared data on its own nodes or on all, and each home
-//! share. A candidate's threads are spread over its nodes by their CPUs, each computing per
+//! share; and, for each `k`, the set of `k` of those nodes that the same model rates fastest
+//! (every set that splits the threads evenly is scored each cycle, at most [`SET_SEARCH`] a
+//! size, each rated one standard error of its decayed mean below the mean: the best of many
+//! carries the pick's upward bias), at the spread and home share in force. The first `k` nodes
+//! are the ones with the most Bandwidth Graph inside; under traffic between every pair the
+//! links the pairs' routes share decide, which the model's routes see (16 threads on the
+//! 8-node Opteron: the order's 0, 1, 6, 7 are 12th of the 70 four-node sets for GAP PageRank,
+//! simulated). A candidate's threads are spread over its nodes by their CPUs, each computing per
 //! access what the program's threads compute now; its private chunks sit at home at the
 //! candidate's share (their home node's accesses local, the other nodes' remote, as sampled) and
 //! its shared chunks are spread. The current layout is evaluated the same
@@ -38,10 +45,14 @@ use ptb_profile::AppId;
 use ptb_topology::{Machine, NodeIdx};
 use std::collections::BTreeMap;
 
-/// A candidate layout: nodes used (the first of the program's order), percent of the shared
-/// data spread over every memory node (the rest over its own), percent of each private chunk
-/// at home.
-type Candidate = (usize, u8, u8);
+/// A candidate layout: the nodes used (sorted), percent of the shared data spread over every
+/// memory node (the rest over its own), percent of each private chunk at home.
+type Candidate = (Vec<NodeIdx>, u8, u8);
+
+/// Node sets of one size scored to find the one the model predicts fastest, at most (all of
+/// them on machines of up to 8 nodes); beyond, the size's candidate is the program's
+/// best-connected growth alone ([`super::nodesets`]). A bound on the decision's work.
+const SET_SEARCH: u64 = 128;
 
 /// Percent of a program's shared data spread over every memory node with link-aware weights,
 /// the rest over its own nodes (candidates where the machine's links differ in width): from
@@ -50,8 +61,9 @@ pub const WIDE_SHARES: [u8; 4] = [0, 15, 30, 100];
 
 /// How far a candidate layout is from the one in force: nodes first, then the shared data's
 /// spread, then the home share.
-fn change(c: Candidate, cur: Candidate) -> (usize, u8, u8) {
-    (c.0.abs_diff(cur.0), c.1.abs_diff(cur.1), c.2.abs_diff(cur.2))
+fn change(c: &Candidate, cur: &Candidate) -> (usize, u8, u8) {
+    let moved = c.0.iter().filter(|n| !cur.0.contains(n)).count() + cur.0.iter().filter(|n| !c.0.contains(n)).count();
+    (moved, c.1.abs_diff(cur.1), c.2.abs_diff(cur.2))
 }
 
 /// What ptb keeps about each program's layout.
@@ -74,11 +86,24 @@ pub struct AppLayout {
     /// Per candidate: decayed mean of the log of its predicted throughput relative to the
     /// layout in force, over the cycles since the last change.
     pub(super) scores: BTreeMap<Candidate, f64>,
+    /// Per node set of the sizes searched (at most [`SET_SEARCH`] of them): decayed means of the
+    /// log of its predicted throughput at the spread and home share in force, relative to the
+    /// layout in force, and of its square.
+    sets: BTreeMap<Vec<NodeIdx>, (f64, f64)>,
 }
 
 impl AppLayout {
     fn new(wide: u8) -> Self {
-        AppLayout { wide, pct: 100, first_s: f64::NAN, changes: 0, evals: 0, settle: 0, scores: BTreeMap::new() }
+        AppLayout {
+            wide,
+            pct: 100,
+            first_s: f64::NAN,
+            changes: 0,
+            evals: 0,
+            settle: 0,
+            scores: BTreeMap::new(),
+            sets: BTreeMap::new(),
+        }
     }
 }
 
@@ -179,6 +204,28 @@ fn app_compute_ns(own: &[NodeIdx], thr: &[f64], path: &[Vec<f64>], lat: &[f64], 
         }
     }
     (x > 0.0).then(|| (n * 1e9 / x - slowest / mlp.max(1.0)).max(0.0))
+}
+
+/// The sets of `k` nodes of `pool` that split the threads evenly (`even`), each sorted; none
+/// where `pool` has more than [`SET_SEARCH`] sets of `k`.
+pub(super) fn sets_of(pool: &[NodeIdx], k: usize, even: &dyn Fn(&[NodeIdx]) -> bool) -> Vec<Vec<NodeIdx>> {
+    if k == 0 || k > pool.len() || super::nodesets::choose(pool.len() as u64, k as u64) > SET_SEARCH {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    let mut idx: Vec<usize> = (0..k).collect();
+    loop {
+        let set: Vec<NodeIdx> = idx.iter().map(|&i| pool[i]).collect();
+        if even(&set) {
+            out.push(sorted(&set));
+        }
+        let Some(i) = (0..k).rev().find(|&i| idx[i] < pool.len() - k + i) else { break };
+        idx[i] += 1;
+        for j in i + 1..k {
+            idx[j] = idx[j - 1] + 1;
+        }
+    }
+    out
 }
 
 fn sorted(v: &[NodeIdx]) -> Vec<NodeIdx> {
@@ -335,15 +382,64 @@ impl Ptb {
             // private entered at face value against others that carried the first, sparser
             // cycles' scores.
             let pcts: &[u8] = if homes { &super::home::SHARES } else { &[100] };
-            let mut scores = lay.scores.clone();
+            let mut scores = BTreeMap::new();
             // Node sets beyond the fewest are candidates only where they split the threads
             // evenly: a program whose threads meet at barriers runs at the pace of its busiest
             // node, which the throughput model does not see.
-            let even = |k: usize| {
-                let q = quotas_on(m, &sorted(&order[..k]), n_threads);
+            let even = |set: &[NodeIdx]| {
+                let q = quotas_on(m, &sorted(set), n_threads);
                 q.iter().max() == q.iter().min()
             };
-            for k in (an.k_min.min(order.len()).max(1)..=order.len()).filter(|&k| k == own.len() || even(k)) {
+            // The node sets scored: for each size, the program's best-connected growth (its own
+            // nodes, then the next of its order) and the set of that size the model predicts
+            // fastest at the spread and home share in force (the 8-node Opteron's 16-bit links
+            // join pairs whose all-to-all routes share links: summing the Bandwidth Graph over
+            // a set's pairs does not see that, the model's routes do).
+            // Every set of a size searched is scored in every cycle (a set first scored in a
+            // later cycle would enter at face value against sets that carry the means of
+            // several), and the best by its mean is a candidate at the spread and home share in
+            // force.
+            let mut sets: Vec<Vec<NodeIdx>> = vec![];
+            let mut searched: Vec<Vec<NodeIdx>> = vec![];
+            let mut set_scores: BTreeMap<Vec<NodeIdx>, (f64, f64)> = BTreeMap::new();
+            // A set picked as the best of many by its score carries the pick's upward bias (the
+            // winner's curse, as for the chunks' savings): each is rated one standard error of
+            // its decayed mean below the mean, the error from its scores' spread over cycles
+            // (a decayed mean with weights d^i has the variance (1 - d) / (1 + d) of one score).
+            let d = super::params::DECAY;
+            let lower = |(m, q): (f64, f64)| {
+                let var = (q - m * m).max(0.0) * (1.0 - d) / (1.0 + d);
+                m - var.sqrt()
+            };
+            for k in (an.k_min.min(order.len()).max(1)..=order.len()).filter(|&k| k == own.len() || even(&order[..k])) {
+                let grown = sorted(&order[..k]);
+                if !sets.contains(&grown) {
+                    sets.push(grown);
+                }
+                let mut best: Option<(f64, Vec<NodeIdx>)> = None;
+                for set in sets_of(&order, k, &even) {
+                    let r = (eval(self, &set, lay.wide, lay.pct) / now).max(1e-9).ln();
+                    let ms = match lay.sets.get(&set) {
+                        Some(&(m, q)) if lay.evals > 0 => (d * m + (1.0 - d) * r, d * q + (1.0 - d) * r * r),
+                        _ => (r, r * r),
+                    };
+                    set_scores.insert(set.clone(), ms);
+                    let sc = lower(ms);
+                    if best.as_ref().is_none_or(|b| sc > b.0 + 1e-12) {
+                        best = Some((sc, set));
+                    }
+                }
+                if let Some((_, b)) = best {
+                    if !searched.contains(&b) {
+                        searched.push(b);
+                    }
+                }
+            }
+            searched.retain(|s| !sets.contains(s));
+            for set in &searched {
+                scores.insert((set.clone(), lay.wide, lay.pct), lower(set_scores[set]));
+            }
+            for set in &sets {
                 // Spreading over every memory node with link-aware weights is a candidate where
                 // the machine's links differ in width (the 8-node Opteron's 8- and 16-bit links):
                 // elsewhere the bandwidth-proportional spread over the program's nodes was as
@@ -351,18 +447,23 @@ impl Ptb {
                 let wides: &[u8] = if super::spread::links_differ(m) { &WIDE_SHARES } else { &[0] };
                 for &wide in wides {
                     for &pct in pcts {
-                        let r = (eval(self, &order[..k], wide, pct) / now).max(1e-9).ln();
-                        let sc = scores.entry((k, wide, pct)).or_insert(r);
-                        if lay.evals > 0 && !lay.scores.is_empty() {
-                            *sc = super::params::DECAY * *sc + (1.0 - super::params::DECAY) * r;
-                        }
+                        let r = (eval(self, set, wide, pct) / now).max(1e-9).ln();
+                        let key = (set.clone(), wide, pct);
+                        let sc = match lay.scores.get(&key) {
+                            Some(&prev) if lay.evals > 0 => {
+                                super::params::DECAY * prev + (1.0 - super::params::DECAY) * r
+                            }
+                            _ => r,
+                        };
+                        scores.insert(key, sc);
                     }
                 }
             }
-            let cur: Candidate = (own.len(), lay.wide, lay.pct);
+            let cur: Candidate = (sorted(&own), lay.wide, lay.pct);
             {
                 let l = self.layout.get_mut(&app).expect("inserted above");
                 l.scores = scores.clone();
+                l.sets = set_scores.clone();
                 if l.first_s.is_nan() {
                     l.first_s = now_s;
                 }
@@ -376,17 +477,16 @@ impl Ptb {
             let first_s = if lay.first_s.is_nan() { now_s } else { lay.first_s };
             let residency = ((now_s - first_s).max(0.0) + self.p.horizon_s) / (f64::from(lay.changes) + 1.0);
             let mut pick: Option<(Candidate, f64)> = None;
-            for (&c, &sc) in &scores {
+            for (c, &sc) in &scores {
                 // The first evaluation takes the best spread and home share outright (nothing was
                 // placed for the ones in force yet); other nodes, and later changes, need the
                 // margin (moving threads costs more than the model sees: caches, and the
                 // evidence of who uses what starts over).
-                let margin =
-                    if lay.evals == 0 && c.0 == own.len() { 0.0 } else { (1.0 + super::home::SWITCH_GAIN).ln() };
-                if c == cur || c.0 > order.len() || sc <= margin {
+                let margin = if lay.evals == 0 && c.0 == cur.0 { 0.0 } else { (1.0 + super::home::SWITCH_GAIN).ln() };
+                if *c == cur || sc <= margin {
                     continue;
                 }
-                let to = &order[..c.0];
+                let to = &c.0;
                 let cost = self.layout_cost_ns(
                     snap,
                     app,
@@ -400,25 +500,33 @@ impl Ptb {
                 // Candidates the model cannot tell apart (a home share while no chunk is known
                 // to be private) keep what is in force: of equal ones, the nearest to it.
                 let better = |p: &(Candidate, f64)| {
-                    net > p.1 * (1.0 + 1e-9) || (net >= p.1 * (1.0 - 1e-9) && change(c, cur) < change(p.0, cur))
+                    net > p.1 * (1.0 + 1e-9) || (net >= p.1 * (1.0 - 1e-9) && change(c, &cur) < change(&p.0, &cur))
                 };
                 if net > 0.0 && pick.as_ref().is_none_or(better) {
-                    pick = Some((c, net));
+                    pick = Some((c.clone(), net));
                 }
             }
-            let Some(((k, wide, pct), _)) = pick else { continue };
-            stats.insert(format!("layout_changed_app{app}"), k as f64);
+            let Some(((set, wide, pct), _)) = pick else { continue };
+            stats.insert(format!("layout_changed_app{app}"), set.len() as f64);
             let evals = lay.evals + 1;
             let changes = lay.changes.saturating_add(1);
             // The scores are relative to the layout in force: re-based on the new one, not
             // forgotten, so that one cycle's prediction right after a change (noisy: the moved
             // data is not seen yet) cannot undo it against the margin.
-            let base = scores.get(&(k, wide, pct)).copied().unwrap_or(0.0);
-            let scores = scores.iter().map(|(c, v)| (*c, v - base)).collect();
-            let settle = if k != own.len() { super::params::QUICK_CYCLES } else { 0 };
-            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, settle, scores });
-            if k != own.len() {
-                moves.extend(self.pins.relayout(m, snap.threads, app, &order[..k]));
+            let base = scores.get(&(set.clone(), wide, pct)).copied().unwrap_or(0.0);
+            let scores = scores.iter().map(|(c, v)| (c.clone(), v - base)).collect();
+            // Re-based as the scores: the log ratios shift by `base`, their spread stays.
+            let sets = set_scores
+                .iter()
+                .map(|(c, &(m, q))| (c.clone(), (m - base, q - 2.0 * base * m + base * base)))
+                .collect();
+            let relayout = set != cur.0;
+            let settle = if relayout { super::params::QUICK_CYCLES } else { 0 };
+            self.layout.insert(app, AppLayout { wide, pct, first_s, changes, evals, settle, scores, sets });
+            if relayout {
+                // In the program's order (its own nodes first), so that growth keeps them.
+                let to: Vec<NodeIdx> = order.iter().copied().filter(|n| set.contains(n)).collect();
+                moves.extend(self.pins.relayout(m, snap.threads, app, &to));
                 self.table.forget_users(app);
             } else if wide != lay.wide {
                 // The same nodes with other spread weights: chunks spread with the old ones

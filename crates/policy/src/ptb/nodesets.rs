@@ -13,7 +13,8 @@
 //! holds the program's threads is searched exhaustively (few nodes) or grown greedily (many),
 //! and the larger sets grow from it one node at a time, each adding the node best connected
 //! to those already in, so that a program growing from `k` to `k + 1` nodes keeps its threads
-//! and data where they are. Which `k` a program uses is the model's choice (`layout`).
+//! and data where they are. Which `k` a program uses is the model's choice (`layout`), as is
+//! whether another set of `k` nodes serves it better than this one.
 
 use ptb_topology::{Machine, NodeIdx};
 
@@ -34,7 +35,7 @@ pub fn inside(m: &Machine, set: &[NodeIdx]) -> f64 {
 /// Sets of `k` of `n` items tried exhaustively up to this many; beyond it the set is grown greedily.
 const EXHAUSTIVE: u64 = 5000;
 
-fn choose(n: u64, k: u64) -> u64 {
+pub fn choose(n: u64, k: u64) -> u64 {
     (0..k.min(n)).fold(1u64, |acc, i| acc.saturating_mul(n - i) / (i + 1))
 }
 

@@ -1170,12 +1170,13 @@ fn every_layout_candidate_is_scored_in_every_cycle_even_before_any_chunk_is_judg
     let (p, plan) = first_decision_on_shared_data();
     assert!(plan.stats.contains_key("layout_nodes_app0"), "{:?}", plan.stats);
     let scores = &p.layout[&0].scores;
-    let ks: std::collections::BTreeSet<usize> = scores.keys().map(|c| c.0).collect();
-    for k in ks {
+    // (A set searched for its size is scored at the spread and home share in force only.)
+    let sets: std::collections::BTreeSet<_> = scores.keys().map(|c| c.0.clone()).collect();
+    for k in sets.into_iter().filter(|k| scores.keys().filter(|c| &c.0 == k).count() > 1) {
         for wide in scores.keys().filter(|c| c.0 == k).map(|c| c.1).collect::<std::collections::BTreeSet<_>>() {
-            let of = |pct: u8| scores.get(&(k, wide, pct)).copied();
+            let of = |pct: u8| scores.get(&(k.clone(), wide, pct)).copied();
             for pct in super::home::SHARES {
-                assert!(of(pct).is_some(), "({k}, {wide}, {pct}) not scored: {scores:?}");
+                assert!(of(pct).is_some(), "({k:?}, {wide}, {pct}) not scored: {scores:?}");
                 assert!((of(pct).unwrap() - of(100).unwrap()).abs() < 1e-9, "no private data: {scores:?}");
             }
         }
@@ -1390,4 +1391,17 @@ fn a_saving_from_few_samples_is_priced_below_its_estimate() {
     assert!((few - 2.0).abs() < 1e-9, "{few}");
     assert!((many - 7.4).abs() < 1e-9, "{many}");
     assert_eq!(super::sure_mean(&p, &x, 0.0, 1.0), None);
+}
+
+#[test]
+fn every_even_node_set_of_a_size_is_searched_up_to_the_bound() {
+    let pool: Vec<NodeIdx> = (0..8).map(NodeIdx).collect();
+    let all = |_: &[NodeIdx]| true;
+    assert_eq!(super::layout::sets_of(&pool, 4, &all).len(), 70);
+    assert_eq!(super::layout::sets_of(&pool, 8, &all), vec![pool.clone()]);
+    let odd = |s: &[NodeIdx]| !s.contains(&NodeIdx(0));
+    assert_eq!(super::layout::sets_of(&pool, 2, &odd).len(), 21, "sets with node 0 are left out");
+    let big: Vec<NodeIdx> = (0..16).map(NodeIdx).collect();
+    assert!(super::layout::sets_of(&big, 8, &all).is_empty(), "12,870 sets: beyond the bound");
+    assert_eq!(super::layout::sets_of(&big, 2, &all).len(), 120);
 }
