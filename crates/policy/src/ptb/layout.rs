@@ -476,7 +476,7 @@ impl Ptb {
             // layout changes so far, after a prior of `horizon_s`.
             let first_s = if lay.first_s.is_nan() { now_s } else { lay.first_s };
             let residency = ((now_s - first_s).max(0.0) + self.p.horizon_s) / (f64::from(lay.changes) + 1.0);
-            let mut pick: Option<(Candidate, f64)> = None;
+            let mut pick: Option<(Candidate, f64, f64)> = None;
             for (c, &sc) in &scores {
                 // The first evaluation takes the best spread and home share outright (nothing was
                 // placed for the ones in force yet); other nodes, and later changes, need the
@@ -487,26 +487,25 @@ impl Ptb {
                     continue;
                 }
                 let to = &c.0;
-                let cost = self.layout_cost_ns(
-                    snap,
-                    app,
-                    (&own, lay.wide, lay.pct),
-                    (to, c.1, c.2),
-                    mem_nodes,
-                    homes,
-                    n_threads,
-                );
+                let cost = self.layout_cost_ns(snap, app, &own, (to, c.1, c.2), mem_nodes, homes, n_threads);
                 let net = n_threads as f64 * 1e9 * (1.0 - (-sc).exp()) * residency - self.p.payback * cost;
-                // Candidates the model cannot tell apart (a home share while no chunk is known
-                // to be private) keep what is in force: of equal ones, the nearest to it.
-                let better = |p: &(Candidate, f64)| {
+                // Candidates the model cannot tell apart (equal scores: a home share while no
+                // chunk is known to be private, a spread while no chunk is known to be shared)
+                // keep what is in force: of equal ones, the nearest to it, whatever each would
+                // move (at stream-serial's first evaluation with 64 threads the spreads scored
+                // alike, and the one its serially initialised data was nearer to ran 3.6% slower,
+                // seed 1, simulated).
+                let better = |p: &(Candidate, f64, f64)| {
+                    if (sc - p.2).abs() <= 1e-9 * sc.abs().max(p.2.abs()) {
+                        return change(c, &cur) < change(&p.0, &cur);
+                    }
                     net > p.1 * (1.0 + 1e-9) || (net >= p.1 * (1.0 - 1e-9) && change(c, &cur) < change(&p.0, &cur))
                 };
                 if net > 0.0 && pick.as_ref().is_none_or(better) {
-                    pick = Some((c.clone(), net));
+                    pick = Some((c.clone(), net, sc));
                 }
             }
-            let Some(((set, wide, pct), _)) = pick else { continue };
+            let Some(((set, wide, pct), _, _)) = pick else { continue };
             stats.insert(format!("layout_changed_app{app}"), set.len() as f64);
             let evals = lay.evals + 1;
             let changes = lay.changes.saturating_add(1);
@@ -537,14 +536,21 @@ impl Ptb {
         moves
     }
 
-    /// Migration cost (ns) of the pages a layout change moves that would not move otherwise:
-    /// private chunks at home whose node loses threads, and chunks whose placement changes.
+    /// Migration cost (ns) of the pages a layout's targets move from where they are now: the
+    /// private chunks at home whose node loses threads (from `from_nodes`, the nodes in force),
+    /// and every chunk as far as its pages are off the layout's target. Not net of what the
+    /// layout in force would still move: that layout's targets are not what its chunks will get
+    /// (a chunk moves only where the move pays), so they credit no candidate with moves it
+    /// avoids, nor hide the moves it makes (on `opteron6272-4n`, whose data ptb interleaves from
+    /// the start, Metis wc with 16 threads on one node scored two nodes and four alike at its
+    /// first evaluation; net of the one-node layout's targets, which would gather every page on
+    /// that node, taking two cost nothing, and ptb then moved 42,093 pages for it, simulated).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn layout_cost_ns(
         &self,
         snap: &Snapshot,
         app: AppId,
-        (from_nodes, from_wide, from_pct): (&[NodeIdx], u8, u8),
+        from_nodes: &[NodeIdx],
         (to_nodes, to_wide, to_pct): (&[NodeIdx], u8, u8),
         mem_nodes: &[NodeIdx],
         homes: bool,
@@ -552,9 +558,9 @@ impl Ptb {
     ) -> f64 {
         let m = snap.machine;
         let nn = m.n_nodes();
-        let w_from = self.weight_cache.get(&(sorted(from_nodes), from_wide, mem_nodes.to_vec())).cloned();
-        let w_to = self.weight_cache.get(&(sorted(to_nodes), to_wide, mem_nodes.to_vec())).cloned();
-        let (Some(w_from), Some(w_to)) = (w_from, w_to) else { return 0.0 };
+        let Some(w_to) = self.weight_cache.get(&(sorted(to_nodes), to_wide, mem_nodes.to_vec())).cloned() else {
+            return 0.0;
+        };
         let spill = self.spill_cache.as_ref().filter(|c| c.0 == mem_nodes).map_or(&[][..], |c| c.1.as_slice());
         let q_from = quotas_on(m, &sorted(from_nodes), n_threads);
         let q_to = quotas_on(m, &sorted(to_nodes), n_threads);
@@ -576,18 +582,17 @@ impl Ptb {
             }
             judged += r.npages as f64;
             let from = model::current_shares(c, &model::resident_shares(snap, app, &r, nn));
-            let (now_t, new_t, stay) = match super::private_home(c, &self.p, mem_nodes).filter(|_| homes) {
+            let (target, stay) = match super::private_home(c, &self.p, mem_nodes).filter(|_| homes) {
                 Some(top) => {
                     let before = share(from_nodes, &q_from, top);
                     let stay = if before > 0.0 { (share(to_nodes, &q_to, top) / before).min(1.0) } else { 1.0 };
-                    (Target::Node(top, from_pct), Target::Node(top, to_pct), stay)
+                    (Target::Node(top, to_pct), stay)
                 }
-                None => (Target::Spread, Target::Spread, 1.0),
+                None => (Target::Spread, 1.0),
             };
-            let move_now = model::moved_share(&from, &model::target_shares(now_t, &w_from, spill, nn));
-            let move_new =
-                stay * model::moved_share(&from, &model::target_shares(new_t, &w_to, spill, nn)) + (1.0 - stay);
-            pages += (move_new - move_now).max(0.0) * r.npages as f64;
+            let moved =
+                stay * model::moved_share(&from, &model::target_shares(target, &w_to, spill, nn)) + (1.0 - stay);
+            pages += moved * r.npages as f64;
         }
         if judged > 0.0 {
             pages *= 1.0 + unjudged / judged;

@@ -1141,7 +1141,7 @@ fn chunks_with_too_few_samples_to_judge_cost_a_layout_change_as_the_judged_ones_
         let own = p.pins.own().expect("pinned")[&0].nodes().to_vec();
         let mem: Vec<NodeIdx> = (0..4).map(NodeIdx::from_ix).collect();
         assert_eq!(own.len(), 2);
-        p.layout_cost_ns(&snap(&w, samples, period), 0, (&own, 0, 100), (&mem, 0, 100), &mem, true, 8)
+        p.layout_cost_ns(&snap(&w, samples, period), 0, &own, (&mem, 0, 100), &mem, true, 8)
     };
     let (full, few) = (cost(&light), cost(&sparse));
     assert!(full > 0.0);
