@@ -209,23 +209,10 @@ fn app_compute_ns(own: &[NodeIdx], thr: &[f64], path: &[Vec<f64>], lat: &[f64], 
 /// The sets of `k` nodes of `pool` that split the threads evenly (`even`), each sorted; none
 /// where `pool` has more than [`SET_SEARCH`] sets of `k`.
 pub(super) fn sets_of(pool: &[NodeIdx], k: usize, even: &dyn Fn(&[NodeIdx]) -> bool) -> Vec<Vec<NodeIdx>> {
-    if k == 0 || k > pool.len() || super::nodesets::choose(pool.len() as u64, k as u64) > SET_SEARCH {
+    if super::nodesets::choose(pool.len() as u64, k as u64) > SET_SEARCH {
         return vec![];
     }
-    let mut out = Vec::new();
-    let mut idx: Vec<usize> = (0..k).collect();
-    loop {
-        let set: Vec<NodeIdx> = idx.iter().map(|&i| pool[i]).collect();
-        if even(&set) {
-            out.push(sorted(&set));
-        }
-        let Some(i) = (0..k).rev().find(|&i| idx[i] < pool.len() - k + i) else { break };
-        idx[i] += 1;
-        for j in i + 1..k {
-            idx[j] = idx[j - 1] + 1;
-        }
-    }
-    out
+    super::nodesets::subsets(pool, k).filter(|set| even(set)).map(|set| sorted(&set)).collect()
 }
 
 fn sorted(v: &[NodeIdx]) -> Vec<NodeIdx> {

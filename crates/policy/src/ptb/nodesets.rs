@@ -39,6 +39,27 @@ pub fn choose(n: u64, k: u64) -> u64 {
     (0..k.min(n)).fold(1u64, |acc, i| acc.saturating_mul(n - i) / (i + 1))
 }
 
+/// Every set of `k` nodes of `from` (in `from`'s order within a set), in lexicographic order
+/// of positions: `choose(from.len(), k)` of them; none when `k` is 0 or above `from.len()`.
+pub fn subsets(from: &[NodeIdx], k: usize) -> impl Iterator<Item = Vec<NodeIdx>> + '_ {
+    let mut idx: Option<Vec<usize>> = (k > 0 && k <= from.len()).then(|| (0..k).collect());
+    std::iter::from_fn(move || {
+        let cur = idx.as_mut()?;
+        let set: Vec<NodeIdx> = cur.iter().map(|&i| from[i]).collect();
+        // Next combination in lexicographic order.
+        match (0..k).rev().find(|&i| cur[i] < from.len() - k + i) {
+            Some(i) => {
+                cur[i] += 1;
+                for j in i + 1..k {
+                    cur[j] = cur[j - 1] + 1;
+                }
+            }
+            None => idx = None,
+        }
+        Some(set)
+    })
+}
+
 /// The `k` nodes of `from` with the most bandwidth inside them (ties: the lower node ids).
 pub fn best_set(m: &Machine, from: &[NodeIdx], k: usize) -> Vec<NodeIdx> {
     let k = k.min(from.len());
@@ -47,18 +68,10 @@ pub fn best_set(m: &Machine, from: &[NodeIdx], k: usize) -> Vec<NodeIdx> {
     }
     if choose(from.len() as u64, k as u64) <= EXHAUSTIVE {
         let mut best: Option<(f64, Vec<NodeIdx>)> = None;
-        let mut idx: Vec<usize> = (0..k).collect();
-        loop {
-            let set: Vec<NodeIdx> = idx.iter().map(|&i| from[i]).collect();
+        for set in subsets(from, k) {
             let s = inside(m, &set);
             if best.as_ref().is_none_or(|b| s > b.0 + 1e-9) {
                 best = Some((s, set));
-            }
-            // Next combination in lexicographic order.
-            let Some(i) = (0..k).rev().find(|&i| idx[i] < from.len() - k + i) else { break };
-            idx[i] += 1;
-            for j in i + 1..k {
-                idx[j] = idx[j - 1] + 1;
             }
         }
         return best.map(|b| b.1).unwrap_or_default();
