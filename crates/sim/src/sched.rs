@@ -63,7 +63,10 @@
 //!   `costs.thread_us` of lost cache.
 //!
 //! - **Balancing inside a node**: a CPU running two threads fewer than another CPU of its node
-//!   pulls one of them (see `balance_within_nodes`), after every plan and every tick.
+//!   pulls one of them (see `balance_within_nodes`), after every plan and every tick; and a
+//!   node's CPU groups (last-level caches, dies) with idle CPUs are evened out, the busiest
+//!   running at most one thread more than another (see `balance_groups_within_nodes`): threads
+//!   pinned to a node they do not fill spread over its dies, as Linux's balancer spreads them.
 //!
 //! Calibration: with `rate` = [`DEFAULT_MIGRATIONS_PER_S`], a thread of a 15-60 s run changes
 //! node dozens of times, so a parallel-initialised program's local share under the default falls
@@ -278,6 +281,76 @@ impl Run<'_> {
                     self.acc.sched_migration_ns += stall;
                 }
                 moved += 1;
+            }
+        }
+        moved + self.balance_groups_within_nodes()
+    }
+
+    /// Load balancing between the CPU groups (last-level-cache domains) of a node, when they
+    /// have idle CPUs: the balancer of the domain that spans the node's groups evens out the
+    /// number of running threads between them (kernel/sched/fair.c, `find_busiest_group`:
+    /// with spare capacity it balances when the busiest group runs more than one thread more
+    /// than the local one, "prefer sibling ... evenly spread running tasks on groups"; groups
+    /// of unequal size are compared per CPU, as `sibling_imbalance` does). So threads pinned
+    /// to a node that does not fill it end up spread over its dies, not packed on its first.
+    /// A move costs the thread `costs.thread_us` of lost cache, as in idle balancing. Returns
+    /// how many moved.
+    fn balance_groups_within_nodes(&mut self) -> u64 {
+        let stall = self.sim.costs.thread_us * 1e3;
+        let mut moved = 0;
+        for node in 0..self.sim.node_cpu_pos.len() {
+            let cpus = &self.sim.node_cpu_pos[node];
+            let mut groups: Vec<usize> = cpus.iter().map(|&p| self.sim.cpu_group[p]).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            if groups.len() < 2 {
+                continue;
+            }
+            for _ in 0..self.threads.len() {
+                // (running threads, CPUs) of each group.
+                let stat = |g: usize| {
+                    let ps = cpus.iter().filter(|&&p| self.sim.cpu_group[p] == g);
+                    ps.fold((0u64, 0u64), |(n, w), &p| (n + u64::from(self.cpu_load[p]), w + 1))
+                };
+                let stats: Vec<(usize, (u64, u64))> = groups.iter().map(|&g| (g, stat(g))).collect();
+                // Groups from the busiest per CPU; the first of equals, as the kernel's scan.
+                let mut order = stats.clone();
+                order.sort_by(|a, b| (b.1 .0 * a.1 .1).cmp(&(a.1 .0 * b.1 .1)));
+                let mut done = true;
+                'pair: for &(bg, (nb, wb)) in &order {
+                    for &(lg, (nl, wl)) in order.iter().rev() {
+                        // Move while the busiest stays at least as loaded per CPU as the local.
+                        if lg == bg || nb * wl < (nl + 2) * wb {
+                            continue;
+                        }
+                        let Some(&to) = cpus.iter().find(|&&p| self.sim.cpu_group[p] == lg && self.cpu_load[p] == 0)
+                        else {
+                            continue;
+                        };
+                        // The thread on the busiest CPU of the busiest group (its lowest such
+                        // CPU), that may run on `to`.
+                        let pick = (0..self.threads.len())
+                            .filter(|&t| self.threads[t].alive)
+                            .filter(|&t| self.sim.cpu_group[self.threads[t].cpu_pos] == bg)
+                            .filter(|&t| self.sim.cpu_node[self.threads[t].cpu_pos] == node)
+                            .filter(|&t| self.may_run_on(t, to))
+                            .min_by_key(|&t| {
+                                let p = self.threads[t].cpu_pos;
+                                (std::cmp::Reverse(self.cpu_load[p]), p, t)
+                            });
+                        if let Some(t) = pick {
+                            self.place_thread(t, to);
+                            self.threads[t].stall_ns += stall;
+                            self.acc.sched_migration_ns += stall;
+                            moved += 1;
+                            done = false;
+                            break 'pair;
+                        }
+                    }
+                }
+                if done {
+                    break;
+                }
             }
         }
         moved

@@ -125,3 +125,23 @@ fn threads_with_a_preferred_node_are_brought_back_to_it() {
     let ft = s.first_touch().unwrap();
     assert!(r.sched_migrations * 10 < ft.sched_migrations, "{} vs {}", r.sched_migrations, ft.sched_migrations);
 }
+
+#[test]
+fn threads_pinned_to_a_node_they_do_not_fill_spread_over_its_dies() {
+    // opteron6272-4n: node 2 (dense 1) has two dies, P2 (CPUs 16-23, its memory) and P3
+    // (24-31, no memory of its own, slower to every node). Four threads pinned to the node
+    // must run two on each die, as Linux's balancer spreads them, not all four on P2.
+    let m = ptb_topology::presets::get("opteron6272-4n").unwrap();
+    let opts = SimOptions { threads: Some(4), ..Default::default() };
+    let s = Simulation::new(m, vec![Workload::parse(PRIVATE, "private").unwrap()], opts).unwrap();
+    assert_eq!(s.layout().threads.len(), 4);
+    let run = |label: &str, threads: Vec<ThreadTarget>| {
+        s.run_static(&StaticPlacement { label: label.into(), threads, objects: vec![] }).unwrap().runtime_s
+    };
+    let cpus = |ids: [u32; 4]| ids.iter().map(|&c| ThreadTarget::Cpu(ptb_topology::CpuId(c))).collect();
+    let node = run("node", vec![ThreadTarget::Node(NodeIdx(1)); 4]);
+    let split = run("two-per-die", cpus([16, 17, 24, 25]));
+    let lower = run("lower-die", cpus([16, 17, 18, 19]));
+    assert!(lower < split * 0.98, "the dies differ: lower die {lower} s, split {split} s");
+    assert!((node / split - 1.0).abs() < 0.01, "node pins {node} s, two per die {split} s");
+}
