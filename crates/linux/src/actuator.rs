@@ -355,14 +355,8 @@ impl LinuxActuator {
     }
 
     fn cpus_of(&self, t: ThreadTarget) -> CpuSet {
-        match t {
-            ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => self.machine.node(n).cpus.clone(),
-            ThreadTarget::Cpu(c) => {
-                let mut s = CpuSet::new();
-                s.insert_raw(c.0);
-                s
-            }
-        }
+        // Validated plans name only nodes, groups and CPUs of this machine.
+        t.cpus(&self.machine).unwrap_or_default()
     }
 
     /// Put back the original affinity of every thread moved so far. Threads that exited, and

@@ -59,10 +59,7 @@ pub struct OfflinePlan {
 }
 
 fn thread_node(m: &Machine, t: ThreadTarget) -> Option<NodeIdx> {
-    match t {
-        ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => Some(n),
-        ThreadTarget::Cpu(c) => m.node_of_cpu(c),
-    }
+    t.node(m)
 }
 
 /// Plan for `trace` on `m` with `policy`, restricted to `allowed` (dense node indices).

@@ -42,6 +42,8 @@ enum LoggedTarget {
     Node(u32),
     Cpu(CpuId),
     Preferred(u32),
+    /// A CPU group, by its name in the machine file.
+    Group(String),
 }
 
 #[derive(Serialize)]
@@ -76,6 +78,9 @@ fn logged_plan<'a>(m: &Machine, plan: &'a Plan) -> LoggedPlan<'a> {
                 ThreadTarget::Node(n) => LoggedTarget::Node(m.kernel_id(n)),
                 ThreadTarget::Cpu(c) => LoggedTarget::Cpu(c),
                 ThreadTarget::Preferred(n) => LoggedTarget::Preferred(m.kernel_id(n)),
+                ThreadTarget::Group(g) => {
+                    LoggedTarget::Group(m.groups.get(g.ix()).map_or_else(|| g.to_string(), |x| x.name.clone()))
+                }
             },
         })
         .collect();
@@ -133,6 +138,7 @@ fn line(
                 ThreadTarget::Node(n) => m.node(n).cpus.to_list(),
                 ThreadTarget::Preferred(n) => format!("{} (once, preferred node)", m.node(n).cpus.to_list()),
                 ThreadTarget::Cpu(c) => c.0.to_string(),
+                ThreadTarget::Group(_) => t.to.cpus(m).map_or_else(String::new, |s| s.to_list()),
             };
             (t.tid, cpus)
         })

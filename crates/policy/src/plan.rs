@@ -3,7 +3,7 @@
 
 use crate::snapshot::Snapshot;
 use ptb_profile::{AppId, PageKey, SampledEvent, Tid};
-use ptb_topology::{CpuId, NodeIdx};
+use ptb_topology::{CpuId, CpuSet, GroupIdx, Machine, NodeIdx};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,6 +17,10 @@ pub enum ThreadTarget {
     Node(NodeIdx),
     /// Exactly this CPU.
     Cpu(CpuId),
+    /// Any CPU of this CPU group (affinity = the group's CPUs: a die or last-level cache of
+    /// its node). For threads that do not fill their node: pinned to the node, Linux's
+    /// balancer spreads them over all its groups.
+    Group(GroupIdx),
     /// A CPU of the node now, the thread's affinity left as it was, and the node becomes the
     /// thread's preferred node: what the kernel's NUMA balancer does with `sched_setnuma`
     /// (`numa_preferred_nid`) then `migrate_task_to` / `migrate_swap`. The scheduler may move
@@ -25,6 +29,31 @@ pub enum ThreadTarget {
     /// task's preferred node, so the Linux actuator moves the thread once and leaves it to the
     /// kernel.
     Preferred(NodeIdx),
+}
+
+impl ThreadTarget {
+    /// The node the thread runs on (`None`: a CPU or group this machine does not have).
+    pub fn node(self, m: &Machine) -> Option<NodeIdx> {
+        match self {
+            ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => Some(n),
+            ThreadTarget::Cpu(c) => m.node_of_cpu(c),
+            ThreadTarget::Group(g) => m.groups.get(g.ix()).map(|g| g.node),
+        }
+    }
+
+    /// The CPUs the thread may run on right after the move (for `Preferred`, its node's).
+    /// `None`: a node or group this machine does not have.
+    pub fn cpus(self, m: &Machine) -> Option<CpuSet> {
+        match self {
+            ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => m.nodes.get(n.ix()).map(|x| x.cpus.clone()),
+            ThreadTarget::Cpu(c) => {
+                let mut s = CpuSet::new();
+                s.insert(c);
+                Some(s)
+            }
+            ThreadTarget::Group(g) => m.groups.get(g.ix()).map(|x| x.cpus.clone()),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +191,8 @@ pub enum PlanError {
     CpulessNode { tid: Tid, node: u16 },
     #[error("plan puts thread {tid} on CPU {cpu}, which this machine does not have")]
     UnknownCpu { tid: Tid, cpu: u32 },
+    #[error("plan puts thread {tid} on CPU group {group}, which this machine does not have")]
+    UnknownGroup { tid: Tid, group: u16 },
     #[error("plan uses node {0}, which is outside the allowed node set")]
     NodeNotAllowed(u16),
     #[error("plan uses node {0}, which does not exist")]
@@ -197,6 +228,10 @@ pub fn validate_plan(plan: &Plan, snap: &Snapshot) -> Result<(), PlanError> {
             }
             ThreadTarget::Cpu(c) => {
                 let n = m.node_of_cpu(c).ok_or(PlanError::UnknownCpu { tid: t.tid, cpu: c.0 })?;
+                node_ok(n)?;
+            }
+            ThreadTarget::Group(g) => {
+                let n = t.to.node(m).ok_or(PlanError::UnknownGroup { tid: t.tid, group: g.0 })?;
                 node_ok(n)?;
             }
         }

@@ -64,6 +64,7 @@ mod chunks;
 mod closed;
 mod density;
 mod externality;
+mod groups;
 mod home;
 mod layout;
 mod mlp;
@@ -167,6 +168,9 @@ pub struct Ptb {
     sent: SamplingRequest,
     /// The last cycle's traffic was under the gate (compute-bound).
     gated: bool,
+    /// The last cycle's accesses per second from each node's threads to each memory node
+    /// (where [`groups`] weighs a node's CPU groups).
+    node_rows: Vec<Vec<f64>>,
 }
 
 impl Ptb {
@@ -193,6 +197,7 @@ impl Ptb {
             density: Default::default(),
             sent: SamplingRequest::new(SamplingMode::None, std::time::Duration::ZERO),
             gated: false,
+            node_rows: vec![],
         };
         ptb.sent = ptb.sampling_now();
         ptb
@@ -244,10 +249,15 @@ impl Policy for Ptb {
         self.quick_start = !spread;
         let alloc = match spread_weights(ctx.machine, &nodes) {
             _ if nodes.len() < 2 || !spread => AllocPolicy::FirstTouch,
-            None => AllocPolicy::Interleave(nodes),
+            None => AllocPolicy::Interleave(nodes.clone()),
             Some(w) => AllocPolicy::Weighted(w),
         };
-        let threads = if self.p.pin_threads { self.pins.start(ctx.machine, ctx.allowed, ctx.threads) } else { vec![] };
+        let threads = if self.p.pin_threads {
+            let moves = self.pins.start(ctx.machine, ctx.allowed, ctx.threads);
+            self.pins.place_in_groups(ctx.machine, &[], &nodes, moves)
+        } else {
+            vec![]
+        };
         StartPlan { alloc, threads }
     }
 
@@ -256,6 +266,20 @@ impl Policy for Ptb {
     }
 
     fn decide(&mut self, snap: &Snapshot) -> Plan {
+        let mut plan = self.decide_nodes(snap);
+        if self.p.pin_threads {
+            let moves = std::mem::take(&mut plan.threads);
+            let mem = snap.memory_nodes();
+            plan.threads = self.pins.place_in_groups(snap.machine, &self.node_rows, &mem, moves);
+        }
+        plan
+    }
+}
+
+impl Ptb {
+    /// The cycle's plan with every thread's move to a node ([`Policy::decide`] then places
+    /// each node's threads on its CPU groups).
+    fn decide_nodes(&mut self, snap: &Snapshot) -> Plan {
         // A source that samples every memory op (IBS op, SPE) tags cache hits as such; they load
         // no memory, so ptb's traffic, its evidence of who uses a page and its overlap estimate
         // are the other samples' (each still stands for `period` ops: their count times the
@@ -278,6 +302,7 @@ impl Policy for Ptb {
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
         let traffic = self.table.ingest_with(snap, &homes, DECAY, period);
         let demand = model::demand(snap, &traffic, period);
+        self.node_rows.clone_from(&demand.per_path);
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);
         // Page-fault and hinting-fault samples say who touched a page, not how often: the

@@ -65,8 +65,8 @@ impl Run<'_> {
                 ThreadTarget::Preferred(n) if self.node_of(t) == n.ix() => {
                     (CpuSet::new(), Some(self.threads[t].cpu_pos))
                 }
-                ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
-                    let cpus = self.sim.machine.node(n).cpus.clone();
+                ThreadTarget::Node(_) | ThreadTarget::Preferred(_) | ThreadTarget::Group(_) => {
+                    let cpus = mv.to.cpus(&self.sim.machine).unwrap_or_default();
                     let pos = self.least_loaded(t, &cpus);
                     (cpus, pos)
                 }

@@ -63,6 +63,10 @@ fn describe_target(m: &Machine, t: ThreadTarget) -> String {
             Some(n) => format!("CPU {} (node {})", c.0, m.kernel_id(n)),
             None => format!("CPU {}", c.0),
         },
+        ThreadTarget::Group(g) => match m.groups.get(g.ix()) {
+            Some(x) => format!("CPU group {} (CPUs {}, node {})", x.name, x.cpus.to_list(), m.kernel_id(x.node)),
+            None => format!("CPU group {g}"),
+        },
     }
 }
 
@@ -119,6 +123,9 @@ struct ThreadJson {
     node: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cpu: Option<u32>,
+    /// A CPU group's name (the thread may run on any of its CPUs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -149,11 +156,17 @@ struct RangeJson {
 fn thread_json(m: &Machine, t: &ptb_policy::ThreadMove) -> ThreadJson {
     match t.to {
         ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
-            ThreadJson { tid: t.tid, node: Some(m.kernel_id(n)), cpu: None }
+            ThreadJson { tid: t.tid, node: Some(m.kernel_id(n)), cpu: None, group: None }
         }
         ThreadTarget::Cpu(c) => {
-            ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| m.kernel_id(n)), cpu: Some(c.0) }
+            ThreadJson { tid: t.tid, node: m.node_of_cpu(c).map(|n| m.kernel_id(n)), cpu: Some(c.0), group: None }
         }
+        ThreadTarget::Group(g) => ThreadJson {
+            tid: t.tid,
+            node: t.to.node(m).map(|n| m.kernel_id(n)),
+            cpu: None,
+            group: m.groups.get(g.ix()).map(|x| x.name.clone()),
+        },
     }
 }
 

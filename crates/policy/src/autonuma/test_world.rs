@@ -141,10 +141,10 @@ impl World {
             let cpu = match m.to {
                 ThreadTarget::Cpu(c) => c,
                 ThreadTarget::Preferred(n) if self.threads[t].node == n => self.threads[t].cpu,
-                ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => {
-                    // The least-loaded CPU of the node.
+                ThreadTarget::Node(_) | ThreadTarget::Preferred(_) | ThreadTarget::Group(_) => {
+                    // The least-loaded CPU of the node (or group).
                     let used: Vec<CpuId> = self.threads.iter().map(|t| t.cpu).collect();
-                    let cpus: Vec<CpuId> = self.machine.node(n).cpus.iter().collect();
+                    let cpus: Vec<CpuId> = m.to.cpus(&self.machine).unwrap().iter().collect();
                     *cpus.iter().min_by_key(|c| used.iter().filter(|u| u == c).count()).unwrap()
                 }
             };

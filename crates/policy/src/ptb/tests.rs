@@ -1405,3 +1405,23 @@ fn every_even_node_set_of_a_size_is_searched_up_to_the_bound() {
     assert!(super::layout::sets_of(&big, 8, &all).is_empty(), "12,870 sets: beyond the bound");
     assert_eq!(super::layout::sets_of(&big, 2, &all).len(), 120);
 }
+
+#[test]
+fn threads_that_do_not_fill_a_node_run_on_its_better_die() {
+    // opteron6272-4n: each node's lower die holds its memory, the upper die reaches every node
+    // one link further. 6 threads start on one node (16 CPUs), on its lower die (8 CPUs).
+    let m = ptb_topology::presets::get("opteron6272-4n").unwrap();
+    let threads: Vec<_> = (0..6u32).map(|i| thread(&m, 100 + i, 0, i * 4)).collect();
+    let sp =
+        Ptb::new(PtbParams::default()).start(&StartContext { machine: &m, allowed: &m.all_nodes(), threads: &threads });
+    assert_eq!(sp.threads.len(), 6);
+    for mv in &sp.threads {
+        let crate::plan::ThreadTarget::Group(g) = mv.to else { panic!("{mv:?}") };
+        assert!(m.group(g).name.ends_with(['0', '2', '4', '6']), "thread {} on {}", mv.tid, m.group(g).name);
+    }
+    // 16 threads fill a node: pinned to it, the kernel spreads them over both dies.
+    let threads: Vec<_> = (0..16u32).map(|i| thread(&m, 100 + i, 0, i * 4)).collect();
+    let sp =
+        Ptb::new(PtbParams::default()).start(&StartContext { machine: &m, allowed: &m.all_nodes(), threads: &threads });
+    assert!(sp.threads.iter().all(|mv| matches!(mv.to, crate::plan::ThreadTarget::Node(_))));
+}

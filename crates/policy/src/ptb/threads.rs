@@ -30,7 +30,7 @@
 use crate::plan::{ThreadMove, ThreadTarget};
 use crate::snapshot::{Snapshot, ThreadState};
 use ptb_profile::{AppId, Tid};
-use ptb_topology::{Machine, NodeIdx, NodeSet};
+use ptb_topology::{GroupIdx, Machine, NodeIdx, NodeSet};
 use std::collections::BTreeMap;
 
 /// Allowed nodes with CPUs, with their CPU counts.
@@ -176,6 +176,9 @@ pub struct ThreadPins {
     pub apps: Option<BTreeMap<AppId, AppNodes>>,
     /// Which threads run and which wait, from the driver's CPU times ([`super::busy`]).
     busy: super::busy::Busy,
+    /// The CPU group a thread is pinned to, where its node's threads run on some of its groups
+    /// only ([`super::groups`]); absent: any CPU of its node.
+    group: BTreeMap<Tid, GroupIdx>,
 }
 
 impl ThreadPins {
@@ -355,6 +358,70 @@ impl ThreadPins {
             moves.push(ThreadMove { tid, to: ThreadTarget::Node(set[i]) });
         }
         moves
+    }
+
+    /// Pin the threads of each node they do not fill to its best CPU groups
+    /// ([`super::groups`]), and the threads of the other nodes back to their whole node.
+    /// `rows[n]`: node n's accesses per second to each memory node (empty: none sampled);
+    /// `mem`: the memory nodes. `moves` are this cycle's moves so far (node targets); returns
+    /// them with their targets made groups where so chosen, followed by the moves of threads
+    /// that change group only.
+    pub fn place_in_groups(
+        &mut self,
+        m: &Machine,
+        rows: &[Vec<f64>],
+        mem: &[NodeIdx],
+        moves: Vec<ThreadMove>,
+    ) -> Vec<ThreadMove> {
+        self.group.retain(|t, _| self.node.contains_key(t));
+        for mv in &moves {
+            self.group.remove(&mv.tid);
+        }
+        let mut target: BTreeMap<Tid, ThreadTarget> = BTreeMap::new();
+        let mut by_node: BTreeMap<NodeIdx, Vec<Tid>> = BTreeMap::new();
+        for (&tid, &n) in &self.node {
+            if self.busy.running(tid) {
+                by_node.entry(n).or_default().push(tid);
+            }
+        }
+        for (n, tids) in by_node {
+            let row = rows.get(n.ix()).map_or(&[][..], |r| r.as_slice());
+            match super::groups::choose(m, n, tids.len(), row, mem) {
+                None => {
+                    for tid in tids {
+                        if self.group.remove(&tid).is_some() {
+                            target.insert(tid, ThreadTarget::Node(n));
+                        }
+                    }
+                }
+                Some(set) => {
+                    let q = super::groups::quotas(m, &set, tids.len());
+                    let mut kept = vec![0usize; set.len()];
+                    let mut moving = Vec::new();
+                    for tid in tids {
+                        match self.group.get(&tid).and_then(|g| set.iter().position(|x| x == g)) {
+                            Some(i) if kept[i] < q[i] => kept[i] += 1,
+                            _ => moving.push(tid),
+                        }
+                    }
+                    for tid in moving {
+                        let Some(i) = (0..set.len()).find(|&i| kept[i] < q[i]) else { break };
+                        kept[i] += 1;
+                        self.group.insert(tid, set[i]);
+                        target.insert(tid, ThreadTarget::Group(set[i]));
+                    }
+                }
+            }
+        }
+        let mut out: Vec<ThreadMove> = moves
+            .into_iter()
+            .map(|mv| match target.remove(&mv.tid) {
+                Some(to) => ThreadMove { tid: mv.tid, to },
+                None => mv,
+            })
+            .collect();
+        out.extend(target.into_iter().map(|(tid, to)| ThreadMove { tid, to }));
+        out
     }
 
     /// The node holding a thread's data, when its sampled accesses go there confidently more

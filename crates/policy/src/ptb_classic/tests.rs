@@ -86,10 +86,10 @@ impl Fixture {
         self.threads
             .iter()
             .map(|t| {
-                plan.threads.iter().find(|mv| mv.tid == t.tid).map_or(t.node.ix(), |mv| match mv.to {
-                    ThreadTarget::Node(n) | ThreadTarget::Preferred(n) => n.ix(),
-                    ThreadTarget::Cpu(c) => self.m.node_of_cpu(c).unwrap().ix(),
-                })
+                plan.threads
+                    .iter()
+                    .find(|mv| mv.tid == t.tid)
+                    .map_or(t.node.ix(), |mv| mv.to.node(&self.m).unwrap().ix())
             })
             .collect()
     }
