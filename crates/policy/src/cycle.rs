@@ -230,6 +230,27 @@ mod tests {
     }
 
     #[test]
+    fn a_group_target_names_its_cpus_and_node_and_an_unknown_or_disallowed_group_is_refused() {
+        let m = ptb_topology::synthetic::synthetic("nodes=2,cpus=4,dies=2").unwrap();
+        let g = m.node(NodeIdx(1)).groups[1];
+        let to = ThreadTarget::Group(g);
+        assert_eq!(to.node(&m), Some(NodeIdx(1)));
+        assert_eq!(to.cpus(&m), Some(m.group(g).cpus.clone()));
+        assert_eq!(m.group(g).cpus.len(), 2);
+        let threads = [thread(&m)];
+        let free = vec![1 << 30; m.n_nodes()];
+        let all = m.all_nodes();
+        let snap = Snapshot::new(&m, &all, &threads, &free);
+        let plan = |to| Plan { threads: vec![ThreadMove { tid: 7, to }], ..Default::default() };
+        assert_eq!(validate_plan(&plan(to), &snap), Ok(()));
+        let bad = ThreadTarget::Group(ptb_topology::GroupIdx(99));
+        assert_eq!(validate_plan(&plan(bad), &snap), Err(PlanError::UnknownGroup { tid: 7, group: 99 }));
+        let only0 = ptb_topology::NodeSet::from_iter([0u32]);
+        let snap = Snapshot::new(&m, &only0, &threads, &free);
+        assert_eq!(validate_plan(&plan(to), &snap), Err(PlanError::NodeNotAllowed(1)));
+    }
+
+    #[test]
     fn an_actuator_failure_is_reported_and_a_plan_without_request_leaves_sampling_alone() {
         let m = machine();
         let allowed = m.all_nodes();
