@@ -14,12 +14,17 @@
 //! on the way from the group to that node (capacity: the group's Bandwidth Graph entry; load:
 //! the node's sampled accesses there, in proportion to the group's share of the set's CPUs,
 //! as the balancer spreads them), weighted by where the node's accesses go. The node's
-//! threads run on the best set only when it scores strictly better than all of the node's
-//! groups (then the kernel balances within the node): groups that are alike never leave
-//! that, since one of them alone carries the others' load too. Threads are pinned to one
-//! group each, in tid blocks sized by the groups' CPUs, each keeping its group where it can.
+//! threads run on the best set only when its latency is lower than all of the node's
+//! groups' (then the kernel balances within the node) by more than the spread of the
+//! threads' times through a phase ([`IMBALANCE`], 5%): a smaller difference does not surely
+//! set the program's pace, and measured latencies of alike groups (a real EPYC's CCDs) differ
+//! by that much by chance, while packing threads on fewer groups shares their caches, which
+//! the model does not see. Groups that are exactly alike never leave the node either, since
+//! one of them alone carries the others' load too. Threads are pinned to one group each, in
+//! tid blocks sized by the groups' CPUs, each keeping its group where it can.
 
 use super::model::queue_ns;
+use super::pace::IMBALANCE;
 use ptb_topology::{GroupIdx, Machine, NodeIdx};
 
 /// Most groups of one node whose subsets are scored (more: the node's groups are kept).
@@ -69,7 +74,7 @@ pub fn choose(m: &Machine, n: NodeIdx, k: usize, row: &[f64], mem: &[NodeIdx]) -
             continue;
         }
         let Some(s) = score(m, &set, row, mem) else { continue };
-        if s < all && best.as_ref().is_none_or(|b| s < b.0) {
+        if s < all * (1.0 - IMBALANCE) && best.as_ref().is_none_or(|b| s < b.0) {
             best = Some((s, set));
         }
     }
@@ -137,6 +142,21 @@ mod tests {
             assert_eq!(choose(&m, NodeIdx::from_ix(n), 4, &row, &mem), None, "node {n}");
             assert_eq!(choose(&m, NodeIdx::from_ix(n), 4, &[0.0; 8], &mem), None, "node {n}");
         }
+    }
+
+    #[test]
+    fn groups_a_few_percent_apart_keep_the_whole_node() {
+        // epyc-nps4-2s with its second CCD of node 0 made slower to every node.
+        let slower = |f: f64| {
+            let mut m = ptb_topology::presets::get("epyc-nps4-2s").unwrap();
+            let g = m.node(NodeIdx(0)).groups[1].ix();
+            let lat = m.bandwidth.as_mut().unwrap().latency.as_mut().unwrap();
+            lat.rows[g].iter_mut().for_each(|x| *x *= f);
+            let mem = m.memory_nodes();
+            choose(&m, NodeIdx(0), 4, &[0.0; 8], &mem).map(|s| s.len())
+        };
+        assert_eq!(slower(1.02), None);
+        assert_eq!(slower(1.3), Some(1));
     }
 
     #[test]
