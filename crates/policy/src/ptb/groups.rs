@@ -85,18 +85,7 @@ pub fn choose(m: &Machine, n: NodeIdx, k: usize, row: &[f64], mem: &[NodeIdx]) -
 /// remainders first.
 pub fn quotas(m: &Machine, set: &[GroupIdx], k: usize) -> Vec<usize> {
     let cpus: Vec<usize> = set.iter().map(|g| m.group(*g).cpus.len()).collect();
-    let total: usize = cpus.iter().sum();
-    if total == 0 {
-        return vec![0; set.len()];
-    }
-    let mut q: Vec<usize> = cpus.iter().map(|c| k * c / total).collect();
-    let mut rest: Vec<(usize, usize)> = cpus.iter().enumerate().map(|(i, c)| (k * c % total, i)).collect();
-    rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let left = k.saturating_sub(q.iter().sum());
-    for &(_, i) in rest.iter().take(left) {
-        q[i] += 1;
-    }
-    q
+    super::threads::by_cpus(&cpus, k)
 }
 
 #[cfg(test)]

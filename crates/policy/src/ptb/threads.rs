@@ -41,12 +41,19 @@ fn cpu_nodes(m: &Machine, allowed: &NodeSet) -> Vec<(NodeIdx, usize)> {
 /// How many of `n` threads each node gets: in proportion to its CPUs, largest remainders first
 /// (ties to the lower node).
 fn quotas(nodes: &[(NodeIdx, usize)], n: usize) -> Vec<usize> {
-    let cpus: usize = nodes.iter().map(|x| x.1).sum();
-    if cpus == 0 {
-        return vec![0; nodes.len()];
+    let cpus: Vec<usize> = nodes.iter().map(|x| x.1).collect();
+    by_cpus(&cpus, n)
+}
+
+/// How many of `n` threads each of some CPU sets with `cpus` CPUs gets: in proportion to its
+/// CPUs, largest remainders first (ties to the earlier set).
+pub fn by_cpus(cpus: &[usize], n: usize) -> Vec<usize> {
+    let total: usize = cpus.iter().sum();
+    if total == 0 {
+        return vec![0; cpus.len()];
     }
-    let mut q: Vec<usize> = nodes.iter().map(|x| n * x.1 / cpus).collect();
-    let mut rest: Vec<(usize, usize)> = nodes.iter().enumerate().map(|(i, x)| (n * x.1 % cpus, i)).collect();
+    let mut q: Vec<usize> = cpus.iter().map(|c| n * c / total).collect();
+    let mut rest: Vec<(usize, usize)> = cpus.iter().enumerate().map(|(i, c)| (n * c % total, i)).collect();
     rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let left = n - q.iter().sum::<usize>();
     for &(_, i) in rest.iter().take(left) {
