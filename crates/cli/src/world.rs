@@ -133,11 +133,11 @@ impl WorldArgs {
         };
         let linux = if self.linux_migrations > 0.0 {
             format!(
-                "Linux model: unpinned threads start where fork balancing puts them and change node {} times/s each (--linux-migrations)",
+                "Linux model: unpinned threads start where fork balancing puts them and change node {} times/s each (--linux-migrations); a node's CPU groups share its running threads evenly",
                 self.linux_migrations
             )
         } else {
-            "Linux model: unpinned threads stay where fork balancing puts them (--linux-migrations 0)".to_string()
+            "Linux model: unpinned threads stay where fork balancing puts them (--linux-migrations 0); a node's CPU groups share its running threads evenly".to_string()
         };
         let world = match self.perturb {
             Some(s) if !self.perturb_known.is_empty() => {
