@@ -148,6 +148,35 @@ mod tests {
         assert_eq!(slower(1.3), Some(1));
     }
 
+    proptest::proptest! {
+        /// Any thread count, any traffic (zero, huge, uneven) and any latencies a machine file
+        /// may hold: a proper subset of the node's groups with a CPU for every thread, or none.
+        #[test]
+        fn a_choice_is_a_proper_subset_that_holds_the_threads(
+            k in 0usize..20,
+            row in proptest::collection::vec(0.0f64..1e12, 4),
+            scale in proptest::collection::vec(0.1f64..10.0, 8),
+        ) {
+            let mut m = opteron4();
+            let lat = m.bandwidth.as_mut().unwrap().latency.as_mut().unwrap();
+            for (r, f) in lat.rows.iter_mut().zip(&scale) {
+                r.iter_mut().for_each(|x| *x *= f);
+            }
+            let mem = m.memory_nodes();
+            for n in 0..m.n_nodes() {
+                let n = NodeIdx::from_ix(n);
+                if let Some(set) = choose(&m, n, k, &row, &mem) {
+                    let groups = &m.node(n).groups;
+                    proptest::prop_assert!(!set.is_empty() && set.len() < groups.len());
+                    proptest::prop_assert!(set.iter().all(|g| groups.contains(g)));
+                    proptest::prop_assert!(set.iter().map(|g| m.group(*g).cpus.len()).sum::<usize>() >= k);
+                    let q = quotas(&m, &set, k);
+                    proptest::prop_assert_eq!(q.iter().sum::<usize>(), k);
+                }
+            }
+        }
+    }
+
     #[test]
     fn quotas_follow_the_cpus() {
         let m = opteron4();
