@@ -25,12 +25,13 @@ ALL=(
   "broadwell|-m broadwell-cod-4n"
   "8n-t16|-m opteron6272-8n --threads 16"
   "8n-t32|-m opteron6272-8n --threads 32"
+  "4n-t16|-m opteron6272-4n --threads 16"
   "8n-perturb1|-m opteron6272-8n --perturb 1"
   "8n-perturb2|-m opteron6272-8n --perturb 2"
   "8n-perturb3|-m opteron6272-8n --perturb 3"
   "8n-pairs|-m opteron6272-8n -w $PAIRS"
 )
-want=" ${RUNS:-8n 4n broadwell 8n-t16 8n-t32 8n-perturb1 8n-perturb2 8n-perturb3 8n-pairs} "
+want=" ${RUNS:-8n 4n broadwell 8n-t16 8n-t32 4n-t16 8n-perturb1 8n-perturb2 8n-perturb3 8n-pairs} "
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 {
