@@ -232,6 +232,16 @@ mod tests {
     }
 
     #[test]
+    fn a_group_target_is_logged_by_its_name_and_its_cpus() {
+        let m = ptb_topology::resolve("opteron6272-4n").unwrap();
+        let g = m.node(NodeIdx(1)).groups[0];
+        let plan = Plan { threads: vec![ThreadMove { tid: 11, to: ThreadTarget::Group(g) }], ..Plan::default() };
+        let v = line(&m, 3, 0, &plan, &ApplyReport::default(), None, true).unwrap();
+        assert_eq!(v["plan"]["threads"][0]["to"], serde_json::json!({ "group": "P2" }), "{v}");
+        assert!(v.to_string().contains("16-23"), "the group's CPUs: {v}");
+    }
+
+    #[test]
     fn the_logged_plan_keeps_the_shape_of_the_plans_json() {
         // Same keys as `Plan`'s own serialisation: readers of older logs keep working.
         let m = ptb_topology::resolve("synthetic:nodes=4,cpus=2").unwrap();
