@@ -138,12 +138,7 @@ impl Run<'_> {
         // Inside the node: the group with most idle CPUs (the parent's group first), then its
         // lowest idle CPU (or least loaded).
         let pgroup = sim.cpu_group[parent];
-        let mut groups: Vec<usize> = sim.node_cpu_pos[node]
-            .iter()
-            .map(|&p| sim.cpu_group[p])
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let mut groups = self.groups_of_node(node);
         if let Some(i) = groups.iter().position(|&g| g == pgroup) {
             groups.rotate_left(i);
         }
@@ -162,6 +157,14 @@ impl Run<'_> {
             .filter(|&p| sim.cpu_group[p] == g)
             .min_by_key(|&p| (self.cpu_load[p], p))
             .unwrap_or(parent)
+    }
+
+    /// The CPU groups of node `node`'s allowed CPUs, ascending.
+    fn groups_of_node(&self, node: usize) -> Vec<usize> {
+        let mut groups: Vec<usize> = self.sim.node_cpu_pos[node].iter().map(|&p| self.sim.cpu_group[p]).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
     }
 
     /// Whether thread `t` may run on CPU position `pos` (its affinity, within the allowed nodes).
@@ -300,9 +303,7 @@ impl Run<'_> {
         let mut moved = 0;
         for node in 0..self.sim.node_cpu_pos.len() {
             let cpus = &self.sim.node_cpu_pos[node];
-            let mut groups: Vec<usize> = cpus.iter().map(|&p| self.sim.cpu_group[p]).collect();
-            groups.sort_unstable();
-            groups.dedup();
+            let groups = self.groups_of_node(node);
             if groups.len() < 2 {
                 continue;
             }
@@ -312,9 +313,8 @@ impl Run<'_> {
                     let ps = cpus.iter().filter(|&&p| self.sim.cpu_group[p] == g);
                     ps.fold((0u64, 0u64), |(n, w), &p| (n + u64::from(self.cpu_load[p]), w + 1))
                 };
-                let stats: Vec<(usize, (u64, u64))> = groups.iter().map(|&g| (g, stat(g))).collect();
                 // Groups from the busiest per CPU; the first of equals, as the kernel's scan.
-                let mut order = stats.clone();
+                let mut order: Vec<(usize, (u64, u64))> = groups.iter().map(|&g| (g, stat(g))).collect();
                 order.sort_by(|a, b| (b.1 .0 * a.1 .1).cmp(&(a.1 .0 * b.1 .1)));
                 let mut done = true;
                 'pair: for &(bg, (nb, wb)) in &order {

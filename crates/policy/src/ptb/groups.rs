@@ -30,24 +30,28 @@ use ptb_topology::{GroupIdx, Machine, NodeIdx};
 /// Most groups of one node whose subsets are scored (more: the node's groups are kept).
 const MAX_GROUPS: usize = 8;
 
-/// The loaded latency (ns) of the node's accesses from the slowest group of `set`, with
-/// `row[d]` the node's accesses per second to memory node `d` (all zero: no samples yet, the
-/// accesses spread evenly over `mem`). `None` when the machine file has no latency for one
-/// of the groups.
-fn score(m: &Machine, set: &[GroupIdx], row: &[f64], mem: &[NodeIdx]) -> Option<f64> {
+/// Where the node's accesses go: `(memory node, share)` from `row[d]`, the node's accesses per
+/// second to memory node `d`; all zero (no samples yet): evenly over `mem`.
+fn mix_of(row: &[f64], mem: &[NodeIdx]) -> Vec<(NodeIdx, f64)> {
     let total: f64 = row.iter().sum();
-    let mix: Vec<(NodeIdx, f64)> = if total > 0.0 {
+    if total > 0.0 {
         row.iter().enumerate().filter(|x| *x.1 > 0.0).map(|(d, &a)| (NodeIdx::from_ix(d), a / total)).collect()
     } else {
         mem.iter().map(|&d| (d, 1.0 / mem.len().max(1) as f64)).collect()
-    };
+    }
+}
+
+/// The loaded latency (ns) of the node's accesses (`row`, and their `mix` over memory nodes,
+/// [`mix_of`]) from the slowest group of `set`. `None` when the machine file has no latency
+/// for one of the groups.
+fn score(m: &Machine, set: &[GroupIdx], row: &[f64], mix: &[(NodeIdx, f64)]) -> Option<f64> {
     let cpus: usize = set.iter().map(|g| m.group(*g).cpus.len()).sum();
     let line = m.line_size as f64;
     let mut worst: f64 = 0.0;
     for &g in set {
         let share = m.group(g).cpus.len() as f64 / cpus.max(1) as f64;
         let mut lat = 0.0;
-        for &(d, x) in &mix {
+        for &(d, x) in mix {
             let idle = m.latency_ns(g, d)?;
             let cap = m.bandwidth.as_ref().map_or(0.0, |b| b.uncontended.get(g.ix(), d.ix()) * 1e9 / line);
             let load = row.get(d.ix()).copied().unwrap_or(0.0) * share;
@@ -58,22 +62,23 @@ fn score(m: &Machine, set: &[GroupIdx], row: &[f64], mem: &[NodeIdx]) -> Option<
     Some(worst)
 }
 
-/// The groups of node `n` its `k` threads should run on, best first; `None`: all of them
-/// (the threads fill the node, its groups are alike, or the machine file cannot tell).
+/// The groups of node `n` its `k` threads should run on, in the node's order; `None`: all of
+/// them (the threads fill the node, its groups are alike, or the machine file cannot tell).
 pub fn choose(m: &Machine, n: NodeIdx, k: usize, row: &[f64], mem: &[NodeIdx]) -> Option<Vec<GroupIdx>> {
     let node = m.nodes.get(n.ix())?;
     let groups = &node.groups;
     if groups.len() < 2 || groups.len() > MAX_GROUPS || k == 0 || k >= node.cpus.len() {
         return None;
     }
-    let all = score(m, groups, row, mem)?;
+    let mix = mix_of(row, mem);
+    let all = score(m, groups, row, &mix)?;
     let mut best: Option<(f64, Vec<GroupIdx>)> = None;
     for mask in 1u32..(1 << groups.len()) - 1 {
         let set: Vec<GroupIdx> = (0..groups.len()).filter(|i| mask & (1 << i) != 0).map(|i| groups[i]).collect();
         if set.iter().map(|g| m.group(*g).cpus.len()).sum::<usize>() < k {
             continue;
         }
-        let Some(s) = score(m, &set, row, mem) else { continue };
+        let Some(s) = score(m, &set, row, &mix) else { continue };
         if s < all * (1.0 - IMBALANCE) && best.as_ref().is_none_or(|b| s < b.0) {
             best = Some((s, set));
         }
