@@ -648,6 +648,7 @@ impl Ptb {
         };
         let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
         let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
+        let paced = externality::paced_threads(snap, by_node, &pace);
         // The same per part of the cycle ([`bins`]): each bin's loads, with every candidate's
         // accesses in that bin moved.
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
@@ -685,7 +686,7 @@ impl Ptb {
                         now,
                         later,
                         utils,
-                        ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight),
+                        ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight, &paced),
                     }
                 })
                 .collect();
@@ -693,8 +694,9 @@ impl Ptb {
         });
         // Where there are no bins, one externality for the whole cycle (else each bin's, as the
         // savings are).
-        let whole =
-            binned.is_none().then(|| externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight));
+        let whole = binned
+            .is_none()
+            .then(|| externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight, &paced));
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
         let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
