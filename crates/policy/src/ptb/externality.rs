@@ -92,10 +92,11 @@ pub struct Externality {
 /// So one access a second costs them at most their time per access (threads over their access
 /// rate, as the sampled traffic shows it, each node's threads weighted by `paced`), averaged
 /// over the controller's accesses. Near saturation the slope is a difference of sampled loads
-/// that all sit just under capacity: NPB MG with 64 threads on `opteron6272-4n`, every
-/// controller saturated, saw external savings of 1.6-5.2e8 ns a second for chunks whose own
-/// latency a move raised by 56-125 ns, in both directions (home in one phase, spread in the
-/// next), and moved 1,700,992 pages where oracle-moved moves 86,016 (simulated, seed 1).
+/// that all sit just under capacity: NPB MG with 64 threads on `opteron6272-4n` with home moves
+/// on (a build not committed), every controller saturated, saw external savings of 1.6-5.2e8 ns
+/// a second for chunks whose own latency a move raised by 56-125 ns, in both directions (home in
+/// one phase, spread in the next), and moved 1,700,992 pages where oracle-moved moves 86,016
+/// (simulated, seed 1).
 pub fn controllers(
     cap: &[f64],
     now: &[f64],
