@@ -243,6 +243,45 @@ mod tests {
         assert_eq!(e.saving(a, &src, &on0, &on3, &w), open.saving(a, &src, &on0, &on3, &w));
     }
 
+    proptest::proptest! {
+        /// Any loads (idle to past capacity), traffic, weights and paced threads: what a move does
+        /// to the others on a controller is finite and never more, per access a second it moves
+        /// on or off, than the users' mean time per access there.
+        #[test]
+        fn a_move_never_counts_more_than_it_displaces(
+            util in proptest::collection::vec(0.0f64..1.5, 8),
+            after in proptest::collection::vec(0.0f64..1.5, 8),
+            rows in proptest::collection::vec(0.0f64..1.0, 64),
+            paced in proptest::collection::vec(0.0f64..16.0, 8),
+            weight in 0.0f64..2.0,
+            from in 0usize..8,
+            to in 0usize..8,
+            a in 0.0f64..1e8,
+        ) {
+            let cap = vec![250e6; 8];
+            let now: Vec<f64> = util.iter().map(|u| u * 250e6).collect();
+            let after: Vec<f64> = after.iter().map(|u| u * 250e6).collect();
+            // Each memory node's load shared over the source nodes as `rows` says.
+            let path: Vec<Vec<f64>> = (0..8)
+                .map(|s| {
+                    (0..8)
+                        .map(|d| {
+                            let col: f64 = (0..8).map(|k| rows[k * 8 + d]).sum();
+                            if col > 0.0 { now[d] * rows[s * 8 + d] / col } else { 0.0 }
+                        })
+                        .collect()
+                })
+                .collect();
+            let w = vec![weight; 8];
+            let e = controllers(&cap, &now, &after, &path, &w, &paced);
+            let (src, on_from, on_to) = (unit(from), unit(from), unit(to));
+            let got = e.saving(a, &src, &on_from, &on_to, &w);
+            proptest::prop_assert!(got.is_finite());
+            let bound: f64 = [from, to].iter().map(|&d| e.displaced[d]).sum::<f64>() * a;
+            proptest::prop_assert!(got.abs() <= bound * (1.0 + 1e-9) + 1e-6, "{} > {}", got, bound);
+        }
+    }
+
     #[test]
     fn the_slope_is_the_secant_to_the_loads_after_the_moves() {
         // All the cycle's moves take node 0 from 80% to 40%: each is priced at the mean slope
