@@ -647,8 +647,7 @@ impl Ptb {
                 .collect()
         };
         let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
-        let src_weight = externality::source_weights(snap, by_node, &pace, &self.mlp);
-        let paced = externality::paced_threads(snap, by_node, &pace);
+        let (src_weight, paced) = externality::source_weights(snap, by_node, &pace, &self.mlp);
         // The same per part of the cycle ([`bins`]): each bin's loads, with every candidate's
         // accesses in that bin moved.
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };

@@ -40,10 +40,12 @@ use crate::snapshot::Snapshot;
 
 /// Per source node, how much a nanosecond of one of its accesses counts: its programs' pace
 /// weights over their overlap, averaged over the node's threads (1 over the prior's overlap on
-/// a node without threads).
-pub fn source_weights(snap: &Snapshot, by_node: &AppNodes, pace: &Pace, mlp: &MlpTracker) -> Vec<f64> {
+/// a node without threads); and its threads weighted by their programs' pace weights
+/// ([`super::pace`]): whose time counts, and how much, when the node's accesses are displaced
+/// ([`controllers`]' `paced`).
+pub fn source_weights(snap: &Snapshot, by_node: &AppNodes, pace: &Pace, mlp: &MlpTracker) -> (Vec<f64>, Vec<f64>) {
     let nn = snap.machine.n_nodes();
-    let (mut w, mut n) = (vec![0.0; nn], vec![0.0; nn]);
+    let (mut w, mut n, mut paced) = (vec![0.0; nn], vec![0.0; nn], vec![0.0; nn]);
     for (&app, nodes) in by_node {
         let pw = pace.of(app);
         for (s, nc) in nodes.iter().enumerate().take(nn) {
@@ -51,24 +53,12 @@ pub fn source_weights(snap: &Snapshot, by_node: &AppNodes, pace: &Pace, mlp: &Ml
                 let ws = pw.and_then(|v| v.get(s)).copied().unwrap_or(1.0);
                 w[s] += nc.threads * ws / mlp.mlp(app);
                 n[s] += nc.threads;
+                paced[s] += nc.threads * ws;
             }
         }
     }
-    w.iter().zip(&n).map(|(x, &k)| if k > 0.0 { x / k } else { 1.0 / mlp.prior() }).collect()
-}
-
-/// Per source node, its threads weighted by their programs' pace weights ([`super::pace`]):
-/// whose time counts, and how much, when the node's accesses are delayed or displaced.
-pub fn paced_threads(snap: &Snapshot, by_node: &AppNodes, pace: &Pace) -> Vec<f64> {
-    let nn = snap.machine.n_nodes();
-    let mut t = vec![0.0; nn];
-    for (&app, nodes) in by_node {
-        let pw = pace.of(app);
-        for (s, nc) in nodes.iter().enumerate().take(nn) {
-            t[s] += nc.threads * pw.and_then(|v| v.get(s)).copied().unwrap_or(1.0);
-        }
-    }
-    t
+    let w = w.iter().zip(&n).map(|(x, &k)| if k > 0.0 { x / k } else { 1.0 / mlp.prior() }).collect();
+    (w, paced)
 }
 
 /// Per memory node, the slope of its controller's queueing delay (ns per access a second), the
@@ -84,7 +74,7 @@ pub struct Externality {
 /// The controllers' externality (capacities `cap`, accesses a second) for the loads `now` and
 /// `after` every candidate moved (accesses a second per memory node) and the accesses a second
 /// per (source, memory) node `path` now, each source node's weighted by `src_weight`, its
-/// threads by `paced` ([`paced_threads`]).
+/// threads by `paced` ([`source_weights`]).
 ///
 /// The slope of an open queue grows without bound as its load nears capacity, but a controller
 /// at capacity delays nobody further: it serves what it can, and an access a second more there
