@@ -31,7 +31,8 @@
 //! 5. **Moves that pay** ([`model`]): a load model of controllers, paths and links predicts
 //!    every candidate move's saving in access time; private chunks whose home would saturate
 //!    are spread instead; a move happens when its saving over the chunk's expected residency
-//!    pays back `payback` times its migration cost. The saving is priced at the loads of the
+//!    pays back `payback` times its migration cost, at the loads that the moves which pay make
+//!    ([`settle`]). The saving is priced at the loads of the
 //!    moments the chunk is used ([`bins`]: the cycle's samples in time bins, a bin's loads kept
 //!    where they vary more than sampling noise): a node busy half the time queues more than its
 //!    mean load says. A saving counts where it shortens the
@@ -72,6 +73,7 @@ mod model;
 mod nodesets;
 mod pace;
 mod params;
+mod settle;
 mod spill;
 pub(crate) mod spread;
 mod sweep;
@@ -452,7 +454,8 @@ impl Ptb {
     /// 3. each remaining move is kept only if its access-time saving at the predicted loaded
     ///    latencies (its own accesses', and the queueing it takes off or puts on everyone
     ///    else's at the controllers, [`externality`]), over the chunk's expected residency,
-    ///    pays back its cost `payback` times.
+    ///    pays back its cost `payback` times; the moves that do not are taken out and the
+    ///    rest priced again at the loads they alone make, until the set settles ([`settle`]).
     fn choose_moves(
         &mut self,
         snap: &Snapshot,
@@ -637,7 +640,6 @@ impl Ptb {
             }
         }
         let lat_now = load.loaded(&load.acc, &load.path);
-        let lat_after = load.loaded(&after, &after_path);
         let means_now = node_mean_latency(&lat_now, &load.path);
         let delta = |path: &[Vec<f64>]| -> Vec<f64> {
             node_mean_latency(&load.loaded(&column_sums(path), path), path)
@@ -648,153 +650,192 @@ impl Ptb {
         };
         let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
         let (src_weight, paced) = externality::source_weights(snap, by_node, &pace, &self.mlp);
-        // The same per part of the cycle ([`bins`]): each bin's loads, with every candidate's
+        // The same per part of the cycle ([`bins`]): each bin's loads, with the candidates'
         // accesses in that bin moved.
         let period = if snap.sampling_period > 0 { snap.sampling_period } else { self.period };
         let targets: Vec<Vec<f64>> =
             cands.iter().map(|c| model::target_shares(c.want, weights.of(c.key.app), &weights.spill, nn)).collect();
-        let binned = bins::Bins::of(&self.table, snap, period).map(|b| {
-            let n = b.len();
-            let shares: Vec<Vec<f64>> = cands.iter().map(|c| b.shares(self.table.get(c.key))).collect();
-            // Each candidate's change of the loads, per (source, memory) node, once; each bin
-            // takes it in the share of the chunk's accesses made in that bin.
-            let mut delta = vec![vec![vec![0.0; nn]; nn]; n];
-            for ((c, sh), to) in cands.iter().zip(&shares).zip(&targets).filter(|((c, _), _)| !c.ahead) {
-                for s in (0..nn).filter(|&s| c.src[s] > 0.0) {
-                    for d in 0..nn {
-                        let x = c.a * c.src[s] * (to[d] - c.from[d]) * n as f64;
-                        if x != 0.0 {
-                            delta.iter_mut().zip(sh).for_each(|(dl, f)| dl[s][d] += f * x);
+        let bins = bins::Bins::of(&self.table, snap, period);
+        let shares: Vec<Vec<f64>> =
+            bins.as_ref().map_or_else(Vec::new, |b| cands.iter().map(|c| b.shares(self.table.get(c.key))).collect());
+        let q_now = load.queueing(&lat_now);
+        // Which moves pay, priced at the loads that the moves which pay make ([`settle`]):
+        // round 0 at the loads after every candidate, each next one at the loads after the
+        // candidates kept.
+        let mut bound_of = vec![false; cands.len()];
+        let (pays, rounds) = settle::settle(cands.len(), settle::ROUNDS, |round, pays| {
+            let (after, after_path) = if round == 0 {
+                (after.clone(), after_path.clone())
+            } else {
+                let (mut acc, mut path) = (load.acc.clone(), load.path.clone());
+                for ((c, to), _) in cands.iter().zip(&targets).zip(pays).filter(|((c, _), &p)| p && !c.ahead) {
+                    model::LoadModel::shift(&mut acc, &mut path, c.a, &c.src, &c.from, to);
+                }
+                (acc, path)
+            };
+            let lat_after = load.loaded(&after, &after_path);
+            let binned = bins.as_ref().map(|b| {
+                let n = b.len();
+                // Each candidate's change of the loads, per (source, memory) node, once; each bin
+                // takes it in the share of the chunk's accesses made in that bin.
+                let mut delta = vec![vec![vec![0.0; nn]; nn]; n];
+                for (((c, sh), to), _) in
+                    cands.iter().zip(&shares).zip(&targets).zip(pays).filter(|(((c, _), _), &p)| p && !c.ahead)
+                {
+                    for s in (0..nn).filter(|&s| c.src[s] > 0.0) {
+                        for d in 0..nn {
+                            let x = c.a * c.src[s] * (to[d] - c.from[d]) * n as f64;
+                            if x != 0.0 {
+                                delta.iter_mut().zip(sh).for_each(|(dl, f)| dl[s][d] += f * x);
+                            }
                         }
                     }
                 }
-            }
-            let per_bin: Vec<BinLoads> = (0..n)
-                .map(|k| {
-                    let path: Vec<Vec<f64>> = b.path[k]
-                        .iter()
-                        .zip(&delta[k])
-                        .map(|(r, dr)| r.iter().zip(dr).map(|(x, y)| (x + y).max(0.0)).collect())
-                        .collect();
-                    let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
-                    let (now, later) = (load.loaded(&b.acc[k], &b.path[k]), load.loaded(&acc, &path));
-                    let utils = load.path_utils(&acc, &path, &load.link_loads(&path));
-                    BinLoads {
-                        q_now: load.queueing(&now),
-                        q_later: load.queueing(&later),
-                        now,
-                        later,
-                        utils,
-                        ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight, &paced),
+                (0..n)
+                    .map(|k| {
+                        let path: Vec<Vec<f64>> = b.path[k]
+                            .iter()
+                            .zip(&delta[k])
+                            .map(|(r, dr)| r.iter().zip(dr).map(|(x, y)| (x + y).max(0.0)).collect())
+                            .collect();
+                        let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
+                        let (now, later) = (load.loaded(&b.acc[k], &b.path[k]), load.loaded(&acc, &path));
+                        let utils = load.path_utils(&acc, &path, &load.link_loads(&path));
+                        BinLoads {
+                            q_now: load.queueing(&now),
+                            q_later: load.queueing(&later),
+                            now,
+                            later,
+                            utils,
+                            ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight, &paced),
+                        }
+                    })
+                    .collect::<Vec<BinLoads>>()
+            });
+            // Where there are no bins, one externality for the whole cycle (else each bin's, as
+            // the savings are).
+            let whole = binned
+                .is_none()
+                .then(|| externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight, &paced));
+            let q_after = load.queueing(&lat_after);
+            let after_utils = load.path_utils(&after, &after_path, &load.link_loads(&after_path));
+            let mut next = vec![false; cands.len()];
+            'priced: for (i, (c, to)) in cands.iter().zip(&targets).enumerate() {
+                if !pays[i] {
+                    continue;
+                }
+                // A move that would move less than a page is no move: the chunk is already where
+                // its target puts it (a private chunk spread off its overloaded home, spread
+                // again). Planned anyway, it was asked for every cycle and kept the sampling from
+                // quieting.
+                if model::moved_share(&c.from, to) * (c.range.npages as f64) < 1.0 {
+                    continue 'priced;
+                }
+                // Where the chunk's accesses would still cross a resource near saturation, they are
+                // bandwidth-bound: a shorter distance does not make them faster, only less queueing
+                // does. Elsewhere they are latency-bound and the whole loaded latency counts.
+                let bound = model::LoadModel::max_on(&after_utils, &c.src, to) >= 0.75;
+                let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
+                // Weighted by the program's pace: a saving counts where it shortens its run.
+                let w = pace.of(c.key.app);
+                let saving = |now: &[Vec<f64>], later: &[Vec<f64>], src: &[f64]| {
+                    pace::Pace::weighted_latency(w, now, src, &c.from) - pace::Pace::weighted_latency(w, later, src, to)
+                };
+                // Over the cycle's bins where there are samples enough: each bin's saving, weighted
+                // by the share of the chunk's accesses made in it (which resources bind is judged
+                // on the chunk's sampled sources).
+                let bin_bound: Vec<bool> = binned.as_ref().map_or_else(Vec::new, |per_bin| {
+                    per_bin.iter().map(|b| model::LoadModel::max_on(&b.utils, &c.src, to) >= 0.75).collect()
+                });
+                let per_access_of = |src: &[f64]| -> f64 {
+                    match &binned {
+                        Some(per_bin) => per_bin
+                            .iter()
+                            .zip(&shares[i])
+                            .zip(&bin_bound)
+                            .map(|((b, f), &bound)| {
+                                f * if bound {
+                                    saving(&b.q_now, &b.q_later, src)
+                                } else {
+                                    saving(&b.now, &b.later, src)
+                                }
+                            })
+                            .sum(),
+                        None => saving(now, later, src),
                     }
-                })
-                .collect();
-            (per_bin, shares)
+                };
+                // What the saving is surely worth: the source shares are a sample, and of the many
+                // chunks priced every cycle the ones whose few samples happen to come from where
+                // the move helps most look best (the winner's curse). The saving is linear in the
+                // shares, so its sampling variance is the multinomial one of the per-source savings
+                // (`(sum p x^2 - (sum p x)^2) / n`); it is priced [`EVIDENCE_Z`] standard errors
+                // below its estimate, as the evidence rule judges shares.
+                let mut unit = vec![0.0; nn];
+                let per_source: Vec<f64> = (0..nn)
+                    .map(|s| {
+                        if c.src[s] <= 0.0 {
+                            return 0.0;
+                        }
+                        unit[s] = 1.0;
+                        let x = per_access_of(&unit);
+                        unit[s] = 0.0;
+                        x
+                    })
+                    .collect();
+                let per_access_sure =
+                    sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or_else(|| per_access_of(&c.src));
+                let mlp = self.mlp.mlp(c.key.app);
+                let mut saving_ns_per_s = c.a * per_access_sure / mlp;
+                // The other accesses on the controllers the chunk leaves queue less, and those on
+                // the ones it joins more ([`externality`]).
+                let external = |e: &externality::Externality| e.saving(c.a, &c.src, &c.from, to, &src_weight);
+                saving_ns_per_s += match &binned {
+                    Some(per_bin) => per_bin.iter().zip(&shares[i]).map(|(b, f)| f * external(&b.ext)).sum(),
+                    None => whole.as_ref().map_or(0.0, external),
+                };
+                // The owner's accesses: a loss that falls on one thread holds the whole program back
+                // once it exceeds the spread of its threads' times (they meet at barriers). The
+                // thread making most of the chunk's accesses is priced on its own: at the full
+                // loaded latency (the distance slows that thread whatever queue the move relieves),
+                // weighted as much as it then sets the program's pace
+                // ([`pace::LossWeights`]), in place of the share of its node's pricing
+                // above. Priced as its node's mean, at the queueing alone where the path is busy,
+                // spreading one of a thread's three chunks over eight nodes to relieve its local
+                // path looked like a gain, and NPB SP's owner threads became the ones every
+                // barrier waited for.
+                if let Some((s, share)) = c.owner {
+                    let mean =
+                        |lat: &[Vec<f64>], to: &[f64]| -> f64 { to.iter().zip(&lat[s]).map(|(f, l)| f * l).sum() };
+                    let (own, dl) = (c.a * share, mean(&lat_after, to) - mean(&lat_now, &c.from));
+                    if dl > 0.0 {
+                        let n = by_node.get(&c.key.app).map_or(1.0, |v| v.iter().map(|x| x.threads).sum());
+                        let w_s = pace.of(c.key.app).and_then(|w| w.get(s)).copied().unwrap_or(1.0);
+                        if self.loss_cache.as_ref().is_none_or(|c| c.0 != n) {
+                            self.loss_cache = Some((n, pace::LossWeights::new(n)));
+                        }
+                        let w_t = self.loss_cache.as_ref().map_or(1.0, |c| c.1.weight(own * dl / mlp / 1e9));
+                        let counted = mean(later, to) - mean(now, &c.from);
+                        saving_ns_per_s -= (w_t * dl - w_s * counted) * own / mlp;
+                    }
+                }
+                let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
+                if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
+                    continue 'priced;
+                }
+                next[i] = true;
+                bound_of[i] = bound;
+            }
+            next
         });
-        // Where there are no bins, one externality for the whole cycle (else each bin's, as the
-        // savings are).
-        let whole = binned
-            .is_none()
-            .then(|| externality::controllers(&load.cap, &load.acc, &after, &load.path, &src_weight, &paced));
+        if !cands.is_empty() {
+            *stats.entry("price_rounds".into()).or_default() += rounds as f64;
+        }
         // The loads after the moves made (`done_acc` only as the shift's scratch).
         let (mut done, mut done_acc) = (load.path.clone(), load.acc.clone());
-        let (q_now, q_after) = (load.queueing(&lat_now), load.queueing(&lat_after));
-        let after_utils = load.path_utils(&after, &after_path, &load.link_loads(&after_path));
         let mut out = Vec::new();
-        for (i, (c, to)) in cands.into_iter().zip(targets).enumerate() {
-            // A move that would move less than a page is no move: the chunk is already where
-            // its target puts it (a private chunk spread off its overloaded home, spread
-            // again). Planned anyway, it was asked for every cycle and kept the sampling from
-            // quieting.
-            if model::moved_share(&c.from, &to) * (c.range.npages as f64) < 1.0 {
-                continue;
-            }
-            // Where the chunk's accesses would still cross a resource near saturation, they are
-            // bandwidth-bound: a shorter distance does not make them faster, only less queueing
-            // does. Elsewhere they are latency-bound and the whole loaded latency counts.
-            let bound = model::LoadModel::max_on(&after_utils, &c.src, &to) >= 0.75;
-            let (now, later) = if bound { (&q_now, &q_after) } else { (&lat_now, &lat_after) };
-            // Weighted by the program's pace: a saving counts where it shortens its run.
-            let w = pace.of(c.key.app);
-            let saving = |now: &[Vec<f64>], later: &[Vec<f64>], src: &[f64]| {
-                pace::Pace::weighted_latency(w, now, src, &c.from) - pace::Pace::weighted_latency(w, later, src, &to)
-            };
-            // Over the cycle's bins where there are samples enough: each bin's saving, weighted
-            // by the share of the chunk's accesses made in it (which resources bind is judged
-            // on the chunk's sampled sources).
-            let bin_bound: Vec<bool> = binned.as_ref().map_or_else(Vec::new, |(per_bin, _)| {
-                per_bin.iter().map(|b| model::LoadModel::max_on(&b.utils, &c.src, &to) >= 0.75).collect()
-            });
-            let per_access_of = |src: &[f64]| -> f64 {
-                match &binned {
-                    Some((per_bin, shares)) => per_bin
-                        .iter()
-                        .zip(&shares[i])
-                        .zip(&bin_bound)
-                        .map(|((b, f), &bound)| {
-                            f * if bound { saving(&b.q_now, &b.q_later, src) } else { saving(&b.now, &b.later, src) }
-                        })
-                        .sum(),
-                    None => saving(now, later, src),
-                }
-            };
-            // What the saving is surely worth: the source shares are a sample, and of the many
-            // chunks priced every cycle the ones whose few samples happen to come from where
-            // the move helps most look best (the winner's curse). The saving is linear in the
-            // shares, so its sampling variance is the multinomial one of the per-source savings
-            // (`(sum p x^2 - (sum p x)^2) / n`); it is priced [`EVIDENCE_Z`] standard errors
-            // below its estimate, as the evidence rule judges shares.
-            let mut unit = vec![0.0; nn];
-            let per_source: Vec<f64> = (0..nn)
-                .map(|s| {
-                    if c.src[s] <= 0.0 {
-                        return 0.0;
-                    }
-                    unit[s] = 1.0;
-                    let x = per_access_of(&unit);
-                    unit[s] = 0.0;
-                    x
-                })
-                .collect();
-            let per_access_sure =
-                sure_mean(&c.src, &per_source, c.n, EVIDENCE_Z).unwrap_or_else(|| per_access_of(&c.src));
-            let mlp = self.mlp.mlp(c.key.app);
-            let mut saving_ns_per_s = c.a * per_access_sure / mlp;
-            // The other accesses on the controllers the chunk leaves queue less, and those on
-            // the ones it joins more ([`externality`]).
-            let external = |e: &externality::Externality| e.saving(c.a, &c.src, &c.from, &to, &src_weight);
-            saving_ns_per_s += match &binned {
-                Some((per_bin, shares)) => per_bin.iter().zip(&shares[i]).map(|(b, f)| f * external(&b.ext)).sum(),
-                None => whole.as_ref().map_or(0.0, external),
-            };
-            // The owner's accesses: a loss that falls on one thread holds the whole program back
-            // once it exceeds the spread of its threads' times (they meet at barriers). The
-            // thread making most of the chunk's accesses is priced on its own: at the full
-            // loaded latency (the distance slows that thread whatever queue the move relieves),
-            // weighted as much as it then sets the program's pace
-            // ([`pace::LossWeights`]), in place of the share of its node's pricing
-            // above. Priced as its node's mean, at the queueing alone where the path is busy,
-            // spreading one of a thread's three chunks over eight nodes to relieve its local
-            // path looked like a gain, and NPB SP's owner threads became the ones every
-            // barrier waited for.
-            if let Some((s, share)) = c.owner {
-                let mean = |lat: &[Vec<f64>], to: &[f64]| -> f64 { to.iter().zip(&lat[s]).map(|(f, l)| f * l).sum() };
-                let (own, dl) = (c.a * share, mean(&lat_after, &to) - mean(&lat_now, &c.from));
-                if dl > 0.0 {
-                    let n = by_node.get(&c.key.app).map_or(1.0, |v| v.iter().map(|x| x.threads).sum());
-                    let w_s = pace.of(c.key.app).and_then(|w| w.get(s)).copied().unwrap_or(1.0);
-                    if self.loss_cache.as_ref().is_none_or(|c| c.0 != n) {
-                        self.loss_cache = Some((n, pace::LossWeights::new(n)));
-                    }
-                    let w_t = self.loss_cache.as_ref().map_or(1.0, |c| c.1.weight(own * dl / mlp / 1e9));
-                    let counted = mean(later, &to) - mean(now, &c.from);
-                    saving_ns_per_s -= (w_t * dl - w_s * counted) * own / mlp;
-                }
-            }
-            let cost = model::cost_ns(m, c.range.npages, &c.from, c.want, weights.of(c.key.app), &weights.spill);
-            if !unpriced && cost > 0.0 && saving_ns_per_s * c.residency_s < p.payback * cost {
-                continue;
-            }
+        for ((c, to), (_, bound)) in
+            cands.into_iter().zip(targets).zip(pays.into_iter().zip(bound_of)).filter(|(_, (p, _))| *p)
+        {
             *stats.entry(if bound { "moves_bandwidth_bound" } else { "moves_latency_bound" }.into()).or_default() +=
                 1.0;
             *stats
