@@ -173,6 +173,9 @@ pub struct Ptb {
     /// The last cycle's accesses per second from each node's threads to each memory node
     /// (where [`groups`] weighs a node's CPU groups).
     node_rows: Vec<Vec<f64>>,
+    /// Per source node, how far its CPUs' paths queue as the samples' latency shows it
+    /// ([`model::LoadModel::calibrate_paths`]; 1: the nominal queue), for [`groups`].
+    path_scale: Vec<f64>,
 }
 
 impl Ptb {
@@ -200,6 +203,7 @@ impl Ptb {
             sent: SamplingRequest::new(SamplingMode::None, std::time::Duration::ZERO),
             gated: false,
             node_rows: vec![],
+            path_scale: vec![],
         };
         ptb.sent = ptb.sampling_now();
         ptb
@@ -256,7 +260,7 @@ impl Policy for Ptb {
         };
         let threads = if self.p.pin_threads {
             let moves = self.pins.start(ctx.machine, ctx.allowed, ctx.threads);
-            self.pins.place_in_groups(ctx.machine, &[], &nodes, moves)
+            self.pins.place_in_groups(ctx.machine, &[], &[], &nodes, moves)
         } else {
             vec![]
         };
@@ -272,7 +276,7 @@ impl Policy for Ptb {
         if self.p.pin_threads {
             let moves = std::mem::take(&mut plan.threads);
             let mem = snap.memory_nodes();
-            plan.threads = self.pins.place_in_groups(snap.machine, &self.node_rows, &mem, moves);
+            plan.threads = self.pins.place_in_groups(snap.machine, &self.node_rows, &self.path_scale, &mem, moves);
         }
         plan
     }
@@ -305,6 +309,11 @@ impl Ptb {
         let traffic = self.table.ingest_with(snap, &homes, DECAY, period);
         let demand = model::demand(snap, &traffic, period);
         self.node_rows.clone_from(&demand.per_path);
+        self.path_scale = {
+            let mut load = model::LoadModel::new(snap, &demand);
+            load.calibrate_paths(&measured_latency_ns(snap));
+            load.path_scale
+        };
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);
         // Page-fault and hinting-fault samples say who touched a page, not how often: the

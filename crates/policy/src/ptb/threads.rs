@@ -377,6 +377,7 @@ impl ThreadPins {
         &mut self,
         m: &Machine,
         rows: &[Vec<f64>],
+        path_scale: &[f64],
         mem: &[NodeIdx],
         moves: Vec<ThreadMove>,
     ) -> Vec<ThreadMove> {
@@ -393,7 +394,8 @@ impl ThreadPins {
         }
         for (n, tids) in by_node {
             let row = rows.get(n.ix()).map_or(&[][..], |r| r.as_slice());
-            match super::groups::choose(m, n, tids.len(), row, mem) {
+            let scale = path_scale.get(n.ix()).copied().unwrap_or(1.0);
+            match super::groups::choose(m, n, tids.len(), row, scale, mem) {
                 None => {
                     for tid in tids {
                         if self.group.remove(&tid).is_some() {
