@@ -477,8 +477,9 @@ impl Ptb {
         let m = snap.machine;
         let nn = m.n_nodes();
         let mut load = model::LoadModel::new(snap, demand);
-        // The paths' queue as far as the samples' latency shows it ([`model`]).
-        load.calibrate_paths(&measured_latency_ns(snap));
+        // The paths' queue as far as the samples' latency shows it ([`model`]): calibrated on
+        // this cycle's demand and samples in [`Ptb::decide_nodes`].
+        load.path_scale.clone_from(&self.path_scale);
         let p = self.p.clone();
         // Where local bandwidth is close to remote, a private chunk gains little at home and a
         // node full of them becomes a hot spot: every chunk is spread instead.
@@ -668,6 +669,16 @@ impl Ptb {
         let shares: Vec<Vec<f64>> =
             bins.as_ref().map_or_else(Vec::new, |b| cands.iter().map(|c| b.shares(self.table.get(c.key))).collect());
         let q_now = load.queueing(&lat_now);
+        // Each bin's latencies and queueing now, whatever moves are priced.
+        let bins_now: Vec<(Matrix, Matrix)> = bins.as_ref().map_or_else(Vec::new, |b| {
+            (0..b.len())
+                .map(|k| {
+                    let now = load.loaded(&b.acc[k], &b.path[k]);
+                    let q = load.queueing(&now);
+                    (now, q)
+                })
+                .collect()
+        });
         // Which moves pay, priced at the loads that the moves which pay make ([`settle`]):
         // round 0 at the loads after every candidate, each next one at the loads after the
         // candidates kept.
@@ -708,12 +719,10 @@ impl Ptb {
                             .map(|(r, dr)| r.iter().zip(dr).map(|(x, y)| (x + y).max(0.0)).collect())
                             .collect();
                         let acc: Vec<f64> = (0..nn).map(|d| path.iter().map(|r| r[d]).sum()).collect();
-                        let (now, later) = (load.loaded(&b.acc[k], &b.path[k]), load.loaded(&acc, &path));
+                        let later = load.loaded(&acc, &path);
                         let utils = load.path_utils(&acc, &path, &load.link_loads(&path));
                         BinLoads {
-                            q_now: load.queueing(&now),
                             q_later: load.queueing(&later),
-                            now,
                             later,
                             utils,
                             ext: externality::controllers(&load.cap, &b.acc[k], &acc, &b.path[k], &src_weight, &paced),
@@ -760,14 +769,11 @@ impl Ptb {
                     match &binned {
                         Some(per_bin) => per_bin
                             .iter()
+                            .zip(&bins_now)
                             .zip(&shares[i])
                             .zip(&bin_bound)
-                            .map(|((b, f), &bound)| {
-                                f * if bound {
-                                    saving(&b.q_now, &b.q_later, src)
-                                } else {
-                                    saving(&b.now, &b.later, src)
-                                }
+                            .map(|(((b, (now, q_now)), f), &bound)| {
+                                f * if bound { saving(q_now, &b.q_later, src) } else { saving(now, &b.later, src) }
                             })
                             .sum(),
                         None => saving(now, later, src),
@@ -879,15 +885,17 @@ impl Ptb {
     }
 }
 
-/// One time bin's loads ([`bins`]): latencies and queueing now and with every candidate moved,
-/// and the paths' utilisation after.
+/// A (source node x memory node) table.
+type Matrix = Vec<Vec<f64>>;
+
+/// One time bin's loads ([`bins`]) with the candidates of a pricing round moved: latencies,
+/// queueing and the paths' utilisation (the bin's latencies now, the same in every round, are
+/// computed once per cycle beside these).
 struct BinLoads {
     /// What a move does to everyone else's accesses on the controllers in this bin
     /// ([`externality`]).
     ext: externality::Externality,
-    now: Vec<Vec<f64>>,
     later: Vec<Vec<f64>>,
-    q_now: Vec<Vec<f64>>,
     q_later: Vec<Vec<f64>>,
     /// Highest utilisation on each (source, memory) path after the moves.
     utils: Vec<Vec<f64>>,
