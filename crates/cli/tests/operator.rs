@@ -291,3 +291,16 @@ fn bench_policy_of_ptb_times_its_goal_case_at_a_real_cycles_samples() {
     assert!(e.contains("64 threads x 1000000 pages (contiguous, 7600 samples per cycle)"), "{e}");
     assert!(o.contains("ptb's goal per cycle") && o.contains("slowest cpu ms"), "{o}");
 }
+
+#[test]
+fn bench_policy_refuses_a_case_larger_than_the_free_memory_instead_of_aborting() {
+    // 2^40 pages at 1,000 samples each: far beyond any machine's memory (and the estimate's
+    // arithmetic must not overflow).
+    let out = ptb()
+        .args(["bench", "policy", "-p", "ptb", "--case", "64x1099511627776:1000", "--no-ingest"])
+        .assert()
+        .failure();
+    let e = text(&out.get_output().stderr);
+    assert!(e.contains("--case for ptb") && e.contains("MemAvailable") && e.contains("--scale"), "{e}");
+    assert!(!e.contains("panicked") && !e.contains("memory allocation"), "{e}");
+}

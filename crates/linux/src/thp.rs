@@ -190,6 +190,28 @@ pub fn parse_meminfo_has_huge(text: &str) -> Result<bool, ParseError> {
     Ok(false)
 }
 
+/// `MemAvailable` of /proc/meminfo in bytes (its `kB` figure x 1024); `None` where the line is
+/// missing (kernels before 3.14).
+pub fn parse_meminfo_available(text: &str) -> Result<Option<u64>, ParseError> {
+    for (i, line) in text.lines().enumerate() {
+        let Some(("MemAvailable", v)) = line.split_once(':') else { continue };
+        let mut words = v.split_whitespace();
+        let err = || ParseError { line: i + 1, reason: format!("`MemAvailable` wants `N kB`: `{}`", clip(line)) };
+        let n: u64 = words.next().and_then(|x| x.parse().ok()).ok_or_else(err)?;
+        if !matches!(words.next(), Some("kB")) || words.next().is_some() {
+            return Err(err());
+        }
+        return n.checked_mul(1024).map(Some).ok_or_else(err);
+    }
+    Ok(None)
+}
+
+/// Memory available for new allocations without swapping, in bytes (/proc/meminfo's
+/// `MemAvailable`); `None` where the file cannot be read or has no such line.
+pub fn mem_available(root: &ProcRoot) -> Result<Option<u64>, ProcError> {
+    parsed(root, "proc/meminfo", SMALL_MAX_BYTES, parse_meminfo_available)
+}
+
 /// Parse `hpage_pmd_size` (bytes): a power of two above `page_size`, at most 1 GiB.
 pub fn parse_pmd_size(text: &str, page_size: u64) -> Result<u64, ParseError> {
     let err = |r: &str| ParseError { line: 1, reason: format!("{r}: `{}`", clip(text.trim())) };

@@ -41,7 +41,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         opts.jobs = j;
     }
-    eprintln!("calibrating (simulated): about 3 minutes of CPU time, divided by --jobs ...");
+    eprintln!("calibrating (simulated): about 15-20 s of CPU time, divided by --jobs ...");
     let report = ptb_calibrate::run(&opts)?;
     if a.json {
         let doc = serde_json::json!({

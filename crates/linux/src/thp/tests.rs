@@ -58,6 +58,15 @@ fn vmstat_meminfo_and_pmd_size() {
     assert!(parse_meminfo_has_huge("MemTotal: 10 kB\nAnonHugePages: 2048 kB\n").unwrap());
     assert!(!parse_meminfo_has_huge("AnonHugePages: 0 kB\nHugePages_Total: 0\n").unwrap());
     assert!(parse_meminfo_has_huge("HugePages_Total: many\n").is_err());
+    assert_eq!(
+        parse_meminfo_available("MemTotal: 10 kB\nMemAvailable:   22865920 kB\n").unwrap(),
+        Some(22865920 * 1024)
+    );
+    assert_eq!(parse_meminfo_available("MemTotal: 10 kB\n").unwrap(), None);
+    let e = parse_meminfo_available("MemTotal: 10 kB\nMemAvailable: lots\n").unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(parse_meminfo_available("MemAvailable: 10 MB\n").is_err());
+    assert!(parse_meminfo_available("MemAvailable: 18446744073709551615 kB\n").is_err());
     assert_eq!(parse_pmd_size("2097152\n", 4096).unwrap(), 2 << 20);
     for bad in ["4096", "3000000", "x", "", "4294967296"] {
         assert!(parse_pmd_size(bad, 4096).is_err(), "{bad}");
@@ -104,6 +113,7 @@ fn reads_this_machine() {
     assert!(v.len() > 3);
     assert!(v.windows(2).all(|w| w[0].end <= w[1].start));
     thp_counters(&root).unwrap();
+    assert!(mem_available(&root).unwrap().is_some_and(|b| b > 0));
 }
 
 proptest! {
@@ -112,6 +122,7 @@ proptest! {
         let _ = parse_smaps(&s);
         let _ = parse_vmstat_thp(&s);
         let _ = parse_meminfo_has_huge(&s);
+        let _ = parse_meminfo_available(&s);
         let _ = parse_pmd_size(&s, 4096);
     }
 

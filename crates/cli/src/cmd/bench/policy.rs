@@ -86,8 +86,10 @@ impl Case {
             PolicyKind::PtbClassic => 330,
             _ => 710,
         };
-        let samples = self.per_cycle.unwrap_or(self.pages * (100 * self.spp + 35) / 100);
-        BASE + samples * PER_SAMPLE + self.pages * per_page
+        let samples = self
+            .per_cycle
+            .unwrap_or_else(|| self.pages.saturating_mul(self.spp.saturating_mul(100).saturating_add(35)) / 100);
+        BASE.saturating_add(samples.saturating_mul(PER_SAMPLE)).saturating_add(self.pages.saturating_mul(per_page))
     }
 }
 
@@ -330,12 +332,29 @@ pub fn run(args: Args) -> Result<()> {
                 Some(n) => format!("contiguous, {n} samples per cycle"),
                 None => format!("scattered, {} samples per page on average", case.spp),
             };
+            let need = case.memory_estimate(spec.kind, &histogram);
             eprintln!(
                 "{label}: synthesising {} threads x {} pages ({what}): needs about {} of memory ...",
                 case.threads,
                 case.pages,
-                mib(case.memory_estimate(spec.kind, &histogram))
+                mib(need)
             );
+            // A case larger than the memory this machine has free would end in the allocator's
+            // abort, not an answer: refuse it before synthesising anything.
+            let root = ptb_linux::procfs::ProcRoot::live();
+            if let Ok(Some(free)) = ptb_linux::thp::mem_available(&root) {
+                if need > free {
+                    bail!(
+                        "--case for {label}: {} threads x {} pages need about {} of memory, and this machine has {} \
+                         available (/proc/meminfo MemAvailable): choose a smaller case (fewer pages or \
+                         samples per page in --case, or --samples-per-cycle) or divide the pages with --scale",
+                        case.threads,
+                        case.pages,
+                        mib(need),
+                        mib(free)
+                    );
+                }
+            }
             let w = synthesise(case, args.seed)?;
             let Timing { best, mean, cpu, worst_cpu, stats, moves, cycle } =
                 time_policy(spec, &params, &w, args.cycles)?;
