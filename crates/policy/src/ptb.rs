@@ -309,11 +309,14 @@ impl Ptb {
         let traffic = self.table.ingest_with(snap, &homes, DECAY, period);
         let demand = model::demand(snap, &traffic, period);
         self.node_rows.clone_from(&demand.per_path);
-        self.path_scale = {
+        // The cycle's load model, its paths' queue as far as the samples' latency shows it
+        // ([`model`]): one for the layouts, the moves and (its path scales) the CPU groups.
+        let load = {
             let mut load = model::LoadModel::new(snap, &demand);
             load.calibrate_paths(&measured_latency_ns(snap));
-            load.path_scale
+            load
         };
+        self.path_scale.clone_from(&load.path_scale);
         plan.stats.insert("demand_share".into(), demand.share);
         plan.stats.insert("chunks".into(), self.table.len() as f64);
         // Page-fault and hinting-fault samples say who touched a page, not how often: the
@@ -340,7 +343,6 @@ impl Ptb {
             let moved = if unpriced {
                 vec![]
             } else {
-                let load = model::LoadModel::new(snap, &demand);
                 let homes = self.home_moves_on(snap.machine);
                 self.choose_layout(snap, &load, &mem_nodes, homes, &mut plan.stats)
             };
@@ -360,7 +362,7 @@ impl Ptb {
                 return plan;
             }
         }
-        let moves = self.choose_moves(snap, &by_node, &demand, &mem_nodes, unpriced, &mut plan.stats);
+        let moves = self.choose_moves(snap, &by_node, &load, &mem_nodes, unpriced, &mut plan.stats);
         let n_moves = moves.len();
         plan.ranges = moves;
         plan.stats.insert("chunk_moves".into(), n_moves as f64);
@@ -469,17 +471,13 @@ impl Ptb {
         &mut self,
         snap: &Snapshot,
         by_node: &AppNodes,
-        demand: &model::Demand,
+        load: &model::LoadModel,
         mem_nodes: &[NodeIdx],
         unpriced: bool,
         stats: &mut std::collections::BTreeMap<String, f64>,
     ) -> Vec<RangeAction> {
         let m = snap.machine;
         let nn = m.n_nodes();
-        let mut load = model::LoadModel::new(snap, demand);
-        // The paths' queue as far as the samples' latency shows it ([`model`]): calibrated on
-        // this cycle's demand and samples in [`Ptb::decide_nodes`].
-        load.path_scale.clone_from(&self.path_scale);
         let p = self.p.clone();
         // Where local bandwidth is close to remote, a private chunk gains little at home and a
         // node full of them becomes a hot spot: every chunk is spread instead.
@@ -511,7 +509,7 @@ impl Ptb {
             snap.threads.iter().rev().map(|t| (t.tid, t.node.ix())).collect();
         let keys = self.table.keys_by_weight(MIN_SAMPLES);
         if homes && weights.per_app.is_none() {
-            let predicted = self.predict_home_shares(snap, &keys, &load, &weights, mem_nodes);
+            let predicted = self.predict_home_shares(snap, &keys, load, &weights, mem_nodes);
             if let Some(pred) = &predicted {
                 for (p, r) in pred {
                     stats.insert(format!("home_{p}_gain"), r - 1.0);
@@ -658,7 +656,7 @@ impl Ptb {
                 .map(|(a, b)| a - b)
                 .collect()
         };
-        let pace = pace_weights(&mut self.pace, snap, by_node, &load, &delta(&after_path), &self.mlp);
+        let pace = pace_weights(&mut self.pace, snap, by_node, load, &delta(&after_path), &self.mlp);
         let (src_weight, paced) = externality::source_weights(snap, by_node, &pace, &self.mlp);
         // The same per part of the cycle ([`bins`]): each bin's loads, with the candidates'
         // accesses in that bin moved.
