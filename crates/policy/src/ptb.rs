@@ -70,6 +70,7 @@ mod home;
 mod layout;
 mod mlp;
 mod model;
+mod neighbours;
 mod nodesets;
 mod pace;
 mod params;
@@ -518,6 +519,18 @@ impl Ptb {
             let pct = self.home.update(predicted.as_deref(), DECAY, HOME_CONFIRM);
             stats.insert("home_pct".into(), f64::from(pct));
         }
+        // Chunks with too few samples of their own, where their neighbourhood is sure who uses
+        // them ([`neighbours`]).
+        let by_neighbours: std::collections::BTreeMap<ChunkKey, neighbours::Neighbourhood> = if homes {
+            self.table
+                .keys_below(MIN_SAMPLES)
+                .into_iter()
+                .filter_map(|k| Some((k, neighbours::verdict(&self.table, k, snap.regions, mem_nodes, MIN_SAMPLES)?)))
+                .collect()
+        } else {
+            Default::default()
+        };
+        let keys: Vec<ChunkKey> = keys.into_iter().chain(by_neighbours.keys().copied()).collect();
         // Where a chunk's pages are now (sampled homes, else the region's residency).
         let shares_now = |c: &chunks::ChunkState, app: AppId, r: &chunks::Range| {
             model::current_shares(c, &model::resident_shares(snap, app, r, nn))
@@ -527,7 +540,8 @@ impl Ptb {
             let range = self.table.range_of(key, snap.regions);
             let app_pct = self.pct_of(key.app);
             let Some(c) = self.table.get_mut(key) else { continue };
-            if c.total() < MIN_SAMPLES {
+            let nb = by_neighbours.get(&key);
+            if c.total() < MIN_SAMPLES && nb.is_none() {
                 continue;
             }
             // A move that did not take: where the chunk lies comes from its samples again, and
@@ -544,9 +558,11 @@ impl Ptb {
             // The evidence rule's verdict: private to a node, or shared. Shared is sure where the
             // samples rule a private user out, or where the node the chunk was surely private to
             // lost its hold (its users changed); else the verdict is open (too few samples to
-            // say): spread for now, but no change of its users (step 5's residency).
-            let (want, sure) = match private_home(c, &p, mem_nodes) {
-                Some(top) if homes => (Target::Node(top, app_pct), true),
+            // say): spread for now, but no change of its users (step 5's residency). A chunk with
+            // too few samples of its own is judged by its neighbourhood, where that is sure.
+            let (want, sure) = match (nb, private_home(c, &p, mem_nodes)) {
+                (Some(v), _) => (Target::Node(v.node, app_pct), true),
+                (None, Some(top)) if homes => (Target::Node(top, app_pct), true),
                 _ => {
                     let was_private = matches!(c.last_sure, Some(Target::Node(..)));
                     (Target::Spread, !homes || surely_shared(&c.by_src) || (was_private && c.lost_top()))
@@ -579,13 +595,13 @@ impl Ptb {
                 key,
                 range,
                 want,
-                a: c.accesses_per_s(),
-                src: c.src_shares(),
+                a: nb.map_or_else(|| c.accesses_per_s(), |v| v.rate),
+                src: nb.map_or_else(|| c.src_shares(), |v| v.src.clone()),
                 from,
                 residency_s,
                 ahead: false,
                 owner,
-                n: c.total(),
+                n: nb.map_or_else(|| c.total(), |v| v.n),
             });
         }
         // Chunks a sweep has not reached yet: priced like the chunks it just swept (whose loads

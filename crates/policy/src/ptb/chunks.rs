@@ -531,6 +531,13 @@ impl ChunkTable {
         v.into_iter().map(|(k, _)| k).collect()
     }
 
+    /// Keys of chunks with evidence under `min` decayed samples, in key order.
+    pub fn keys_below(&self, min: f64) -> Vec<ChunkKey> {
+        let mut v: Vec<ChunkKey> = self.map.iter().filter(|(_, c)| c.total() < min).map(|(k, _)| *k).collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Share of the evidence (decayed samples) on chunks whose dominant user the evidence rule
     /// was sure of ([`super::dominant`]) and that lost it since the last cycle: another top
     /// node, or a top share fallen by more than a quarter. A high share is a new phase. Chunks

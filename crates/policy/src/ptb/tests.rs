@@ -531,6 +531,54 @@ fn evidence_ages_with_observation_and_rates_do_not_depend_on_the_cycle_or_period
     assert!(ra > 0.0 && (ra - rb).abs() < 1e-3 * ra, "{ra} vs {rb}");
 }
 
+/// A chunk table of 512-page chunks fed one cycle of samples: `(chunk, cpu, count)`, each
+/// thread of `cpu` sampling `count` pages of `chunk`.
+fn table_of(w: &World, spec: &[(u64, u32, u64)]) -> super::chunks::ChunkTable {
+    let samples: Vec<Sample> =
+        spec.iter().flat_map(|&(chunk, cpu, n)| (0..n).map(move |i| sample(cpu, chunk * 512 + i))).collect();
+    let mut t = super::chunks::ChunkTable::new(512);
+    t.ingest(&snap(w, &samples, 8192), DECAY, 8192);
+    t
+}
+
+#[test]
+fn a_chunk_with_too_few_samples_takes_its_neighbours_sure_user() {
+    let w = world(2048, 0);
+    let nodes = w.m.memory_nodes();
+    let key = |chunk| super::chunks::ChunkKey { app: 0, chunk };
+    // Node 1 (CPUs 4-7) surely uses chunks 0 and 2; chunk 1 has one sample, from node 1.
+    let t = table_of(&w, &[(0, 4, 4), (1, 5, 1), (2, 6, 4)]);
+    assert_eq!(dominant(&t.get(key(1)).unwrap().by_src), None, "one sample says nothing on its own");
+    let v = super::neighbours::verdict(&t, key(1), &w.regions, &nodes, MIN_SAMPLES).expect("the neighbourhood is sure");
+    assert_eq!(v.node, NodeIdx(1));
+    assert!((v.n - 9.0).abs() < 1e-6, "{}", v.n);
+    let rates: f64 = (0..3).map(|c| t.get(key(c)).unwrap().accesses_per_s()).sum();
+    assert!(
+        (v.rate - rates / 3.0).abs() < 1e-9 * rates,
+        "the neighbourhood's mean rate: {} vs {}",
+        v.rate,
+        rates / 3.0
+    );
+    // At a slice's edge (chunk 0 node 1's, chunk 2 node 2's) the neighbourhood is open.
+    let edge = table_of(&w, &[(0, 4, 4), (1, 5, 1), (2, 8, 4)]);
+    assert_eq!(super::neighbours::verdict(&edge, key(1), &w.regions, &nodes, MIN_SAMPLES), None);
+    // The chunk's own sample names another node: no verdict from the neighbours.
+    let against = table_of(&w, &[(0, 4, 4), (1, 8, 1), (2, 6, 4)]);
+    assert_eq!(super::neighbours::verdict(&against, key(1), &w.regions, &nodes, MIN_SAMPLES), None);
+    // Three chunks of one sample each, all from node 1: their sum would pass the rule, but no
+    // neighbour is sure on its own (data every node reads gives such runs by chance).
+    let thin = table_of(&w, &[(0, 4, 1), (1, 5, 1), (2, 6, 1)]);
+    assert!(dominant(&[0.0f32, 3.0, 0.0, 0.0]).is_some());
+    assert_eq!(super::neighbours::verdict(&thin, key(1), &w.regions, &nodes, MIN_SAMPLES), None);
+    // Neighbours outside the program's mapped range do not count.
+    let mut alone = world(2048, 0);
+    alone.regions[0].start_vpn = 512;
+    alone.regions[0].npages = 512;
+    assert_eq!(super::neighbours::verdict(&t, key(1), &alone.regions, &nodes, MIN_SAMPLES), None);
+    // A node without memory is no verdict.
+    assert_eq!(super::neighbours::verdict(&t, key(1), &w.regions, &[NodeIdx(0)], MIN_SAMPLES), None);
+}
+
 #[test]
 fn quick_cycles_return_when_the_traffic_more_than_doubles_and_compute_bound_cycles_keep_full_sampling() {
     let w = world(2048, 0);
@@ -1023,8 +1071,14 @@ fn a_sweep_stops_at_its_slice_end_and_short_of_data_seen_before_and_scattered_sa
     let moved = moved_chunks(&plan);
     for t in 4..16u64 {
         assert!(moved.contains(&(4 * t + 2, NodeIdx((t / 4) as u16))), "{moved:?}");
-        assert!(!moved.iter().any(|m| m.0 == 4 * t + 3), "chunk {} was seen: {moved:?}", 4 * t + 3);
+        // The last chunk of a slice was seen: no sweep moves it. Its neighbourhood does where
+        // the next slice is its node's too ([`super::neighbours`]: its own sample and the next
+        // chunk's agree), never where the next slice is another node's.
+        let last = moved.iter().find(|m| m.0 == 4 * t + 3);
+        let same = (t + 1) / 4 == t / 4;
+        assert!(last.is_none_or(|m| same && m.1 == NodeIdx((t / 4) as u16)), "chunk {}: {moved:?}", 4 * t + 3);
     }
+    assert_eq!(plan.stats.get("moves_ahead"), Some(&12.0), "{:?}", plan.stats);
     // Only node 1's threads (4-7) sweep: the last of them stops at the end of its own slice,
     // though the next thread's slice was never sampled either.
     let mut p = Ptb::new(PtbParams::default());

@@ -1,0 +1,111 @@
+//! A chunk's neighbours as evidence of who uses it.
+//!
+//! Problem: the evidence rule ([`super::dominant`]) needs a few samples of a chunk before it
+//! names its user, and a program's samples are spread over all its chunks. LULESH with 16
+//! threads on the 8-node Opteron (a held-out model) gets about 220 DRAM samples a cycle
+//! (IBS op, its interrupt budget) over 448 chunks of 2 MiB: half a sample per chunk and cycle,
+//! so a chunk's decayed count settles near 1 and reaches the rule's three samples only when a
+//! burst of them lands on it. Its serially initialised fields, private by slices to the
+//! threads that update them, came home over 2.5 s (and a trickle to 7 s), while oracle-moved
+//! moved them at 25 ms (simulated, seed 1).
+//!
+//! Approach: data is laid out in slices. A parallel loop with the static schedule (OpenMP's
+//! default), a domain decomposition and a per-thread arena each give a thread a contiguous run
+//! of pages, many chunks long in the programs that move most, so a chunk's user is, before its
+//! own samples say so, most likely its neighbours'. A chunk with too few samples of its own for
+//! the rule (under `MIN_SAMPLES`, decayed) takes the verdict of its neighbourhood, itself and
+//! the chunk on each side within its program's mapped range, when (1) a neighbour is sure on
+//! its own samples that a node uses it, and no neighbour is sure of another node; (2) the
+//! neighbourhood's summed samples pass the same rule for that node; (3) the chunk's own
+//! samples, if any, have that node on top. Its access rate is then the neighbourhood's mean
+//! (its own, from a sample or two, says little). Only a private verdict is taken this way: at
+//! a slice's edge the neighbourhood mixes two users, which the rule reads as open, never as one
+//! user that is wrong.
+//!
+//! Why a sure neighbour: the sum of a few thin chunks is as likely to pass the rule by chance
+//! as one chunk's own few samples are, and there are many more such sums than chunks with
+//! samples enough. Data every node reads alike, sampled once or twice per chunk, then looks
+//! private here and there: in the first 25 ms of streamcluster with 16 threads on two nodes
+//! (32 samples in all) sums of three samples from one node sent four chunks of its shared
+//! points to node 1; the changed latencies moved the first layout evaluation's overlap
+//! estimate from 4.7 to 3.2, the program stayed on its two nodes and ran 3.088 s instead of
+//! 2.996 s (seed 1, simulated). A sure neighbour extends only a verdict the rule already made.
+//!
+//! A chunk with samples enough keeps its own verdict, open or not: its neighbours' samples are
+//! not its own, and a chunk its users share near the rule's two-to-one line would be tipped by
+//! them. Letting the neighbourhood decide those too took NPB LU (64 threads, 8-node Opteron,
+//! seed 1, simulated) from 1.01x to 0.95x of first touch: planes near the line went home, and
+//! the window of planes its pipelined sweeps work on crowded their nodes' controllers.
+
+use super::chunks::{normalise, ChunkKey, ChunkTable, Counts};
+use crate::snapshot::Region;
+use ptb_topology::NodeIdx;
+
+/// What a chunk's neighbourhood says of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Neighbourhood {
+    /// The node the neighbourhood's samples are sure uses it.
+    pub node: NodeIdx,
+    /// The neighbourhood's mean accesses per second per chunk.
+    pub rate: f64,
+    /// Shares of its samples by node of the accessing thread.
+    pub src: Vec<f64>,
+    /// Its samples (decayed).
+    pub n: f64,
+}
+
+/// The neighbourhood verdict of chunk `key` (see the module docs), `None` where the chunk's
+/// neighbours within its program's mapped range say nothing sure or contradict its own top
+/// node. `mem_nodes`: nodes a private chunk may live on; `min`: the samples a chunk needs for
+/// the rule on its own.
+pub fn verdict(
+    table: &ChunkTable,
+    key: ChunkKey,
+    regions: &[Region],
+    mem_nodes: &[NodeIdx],
+    min: f64,
+) -> Option<Neighbourhood> {
+    let me = table.range_of(key, regions)?;
+    let mut sum = Counts::new();
+    let (mut rate, mut chunks) = (0.0, 0.0);
+    // The neighbours sure on their own samples, and of which node.
+    let mut sure: Vec<NodeIdx> = Vec::new();
+    let mut add = |k: ChunkKey| {
+        if let Some(c) = table.get(k) {
+            if k != key && c.total() >= min {
+                sure.extend(super::dominant(&c.by_src));
+            }
+            if sum.len() < c.by_src.len() {
+                sum.resize(c.by_src.len(), 0.0);
+            }
+            for (s, &x) in sum.iter_mut().zip(&c.by_src) {
+                *s += x;
+            }
+            rate += c.accesses_per_s();
+        }
+        chunks += 1.0;
+    };
+    add(key);
+    let end = me.start_vpn + me.npages;
+    // A neighbour counts where its mapped range meets the chunk's end to end.
+    if let Some(b) = key.chunk.checked_sub(1).map(|chunk| ChunkKey { chunk, ..key }) {
+        if table.range_of(b, regions).is_some_and(|r| r.start_vpn + r.npages == me.start_vpn) {
+            add(b);
+        }
+    }
+    let a = ChunkKey { chunk: key.chunk + 1, ..key };
+    if table.range_of(a, regions).is_some_and(|r| r.start_vpn == end) {
+        add(a);
+    }
+    let node = super::dominant(&sum).filter(|n| mem_nodes.contains(n))?;
+    if sure.is_empty() || sure.iter().any(|&n| n != node) {
+        return None;
+    }
+    let own = table.get(key)?;
+    if own.total() > 0.0 && own.top_node().0 != node {
+        return None;
+    }
+    let n: f64 = sum.iter().map(|&x| f64::from(x)).sum();
+    let src = normalise(&sum.iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+    Some(Neighbourhood { node, rate: rate / chunks, src, n })
+}
