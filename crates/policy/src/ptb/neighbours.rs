@@ -86,16 +86,17 @@ pub fn verdict(
         chunks += 1.0;
     };
     add(key);
-    let end = me.start_vpn + me.npages;
+    let end = me.start_vpn.saturating_add(me.npages);
     // A neighbour counts where its mapped range meets the chunk's end to end.
     if let Some(b) = key.chunk.checked_sub(1).map(|chunk| ChunkKey { chunk, ..key }) {
-        if table.range_of(b, regions).is_some_and(|r| r.start_vpn + r.npages == me.start_vpn) {
+        if table.range_of(b, regions).is_some_and(|r| r.start_vpn.saturating_add(r.npages) == me.start_vpn) {
             add(b);
         }
     }
-    let a = ChunkKey { chunk: key.chunk + 1, ..key };
-    if table.range_of(a, regions).is_some_and(|r| r.start_vpn == end) {
-        add(a);
+    if let Some(a) = key.chunk.checked_add(1).map(|chunk| ChunkKey { chunk, ..key }) {
+        if table.range_of(a, regions).is_some_and(|r| r.start_vpn == end) {
+            add(a);
+        }
     }
     let node = super::dominant(&sum).filter(|n| mem_nodes.contains(n))?;
     if sure.is_empty() || sure.iter().any(|&n| n != node) {
