@@ -524,7 +524,6 @@ impl Ptb {
         let by_neighbours: std::collections::BTreeMap<ChunkKey, neighbours::Neighbourhood> = if homes {
             self.table
                 .keys_below(MIN_SAMPLES)
-                .into_iter()
                 .filter_map(|k| Some((k, neighbours::verdict(&self.table, k, snap.regions, mem_nodes, MIN_SAMPLES)?)))
                 .collect()
         } else {

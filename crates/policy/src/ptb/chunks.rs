@@ -531,11 +531,9 @@ impl ChunkTable {
         v.into_iter().map(|(k, _)| k).collect()
     }
 
-    /// Keys of chunks with evidence under `min` decayed samples, in key order.
-    pub fn keys_below(&self, min: f64) -> Vec<ChunkKey> {
-        let mut v: Vec<ChunkKey> = self.map.iter().filter(|(_, c)| c.total() < min).map(|(k, _)| *k).collect();
-        v.sort_unstable();
-        v
+    /// Keys of chunks with evidence under `min` decayed samples, in no particular order.
+    pub fn keys_below(&self, min: f64) -> impl Iterator<Item = ChunkKey> + '_ {
+        self.map.iter().filter(move |(_, c)| c.total() < min).map(|(k, _)| *k)
     }
 
     /// Share of the evidence (decayed samples) on chunks whose dominant user the evidence rule

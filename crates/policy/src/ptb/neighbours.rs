@@ -64,16 +64,26 @@ pub fn verdict(
     mem_nodes: &[NodeIdx],
     min: f64,
 ) -> Option<Neighbourhood> {
+    let own = table.get(key)?;
+    // The node a neighbour is sure of on its own samples.
+    let sure_of = |k: ChunkKey| table.get(k).filter(|c| c.total() >= min).and_then(|c| super::dominant(&c.by_src));
+    let before = key.chunk.checked_sub(1).map(|chunk| ChunkKey { chunk, ..key });
+    let after = key.chunk.checked_add(1).map(|chunk| ChunkKey { chunk, ..key });
+    // Most chunks with few samples have no sure neighbour: that is known before the regions
+    // are read.
+    if before.and_then(sure_of).is_none() && after.and_then(sure_of).is_none() {
+        return None;
+    }
     let me = table.range_of(key, regions)?;
+    let end = me.start_vpn.saturating_add(me.npages);
+    // A neighbour counts where its mapped range meets the chunk's end to end.
+    let before = before
+        .filter(|&b| table.range_of(b, regions).is_some_and(|r| r.start_vpn.saturating_add(r.npages) == me.start_vpn));
+    let after = after.filter(|&a| table.range_of(a, regions).is_some_and(|r| r.start_vpn == end));
     let mut sum = Counts::new();
     let (mut rate, mut chunks) = (0.0, 0.0);
-    // The neighbours sure on their own samples, and of which node.
-    let mut sure: Vec<NodeIdx> = Vec::new();
-    let mut add = |k: ChunkKey| {
+    for k in std::iter::once(key).chain(before).chain(after) {
         if let Some(c) = table.get(k) {
-            if k != key && c.total() >= min {
-                sure.extend(super::dominant(&c.by_src));
-            }
             if sum.len() < c.by_src.len() {
                 sum.resize(c.by_src.len(), 0.0);
             }
@@ -83,25 +93,13 @@ pub fn verdict(
             rate += c.accesses_per_s();
         }
         chunks += 1.0;
-    };
-    add(key);
-    let end = me.start_vpn.saturating_add(me.npages);
-    // A neighbour counts where its mapped range meets the chunk's end to end.
-    if let Some(b) = key.chunk.checked_sub(1).map(|chunk| ChunkKey { chunk, ..key }) {
-        if table.range_of(b, regions).is_some_and(|r| r.start_vpn.saturating_add(r.npages) == me.start_vpn) {
-            add(b);
-        }
     }
-    if let Some(a) = key.chunk.checked_add(1).map(|chunk| ChunkKey { chunk, ..key }) {
-        if table.range_of(a, regions).is_some_and(|r| r.start_vpn == end) {
-            add(a);
-        }
-    }
+    // The neighbours sure on their own samples, and of which node.
+    let sure: Vec<NodeIdx> = before.into_iter().chain(after).filter_map(sure_of).collect();
     let node = super::dominant(&sum).filter(|n| mem_nodes.contains(n))?;
     if sure.is_empty() || sure.iter().any(|&n| n != node) {
         return None;
     }
-    let own = table.get(key)?;
     if own.total() > 0.0 && own.top_node().0 != node {
         return None;
     }
